@@ -1,0 +1,54 @@
+# kilofed: see README.md. `make demo` and `make test` do all the set-up.
+SHELL := /bin/bash
+GO ?= go
+LAB_BINS := $(shell e2e/labbins/build.sh --print-dir)
+export KILOFED_LAB_BINS := $(LAB_BINS)
+BIN := $(CURDIR)/bin
+TEST_TIMEOUT ?= 60m
+
+.PHONY: all build deps lab-bins test unit-test e2e-test bench demo lint fmt clean lab-clean
+
+all: build
+
+## build: the kilofed binaries into ./bin
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## deps: Debian packages the lab needs (installed as root, else the apt-get line is printed)
+deps:
+	@hack/deps.sh
+
+## lab-bins: etcd, kube-apiserver, kube-controller-manager, kube-proxy, kubectl at pinned versions, cached outside the tree
+lab-bins:
+	@e2e/labbins/build.sh
+
+## test: every test, unit and lab (needs root for the lab)
+test: deps lab-bins unit-test e2e-test
+
+unit-test:
+	cd mesh && $(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e-test: build
+	CI=$${CI:-true} KILOFED_BIN=$(BIN) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./e2e/...
+
+## bench: benchmarks (lab start-up, failover, throughput ratio)
+bench: deps lab-bins build
+	KILOFED_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./e2e/...
+
+## demo: bring up the lab and show what it built
+demo: deps lab-bins build
+	$(BIN)/kilofed-lab demo
+
+## lint: gofmt and go vet on both modules
+lint:
+	@test -z "$$(gofmt -l . )" || { gofmt -l . ; exit 1; }
+	$(GO) vet ./...
+	cd mesh && $(GO) vet ./...
+
+## lab-clean: remove leftovers of a crashed lab run (only the lab's own kfl- names)
+lab-clean: build
+	$(BIN)/kilofed-lab clean
+
+clean:
+	rm -rf $(BIN)

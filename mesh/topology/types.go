@@ -1,0 +1,96 @@
+package topology
+
+import (
+	"net/netip"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// Granularity says which nodes get WireGuard tunnels between them.
+type Granularity string
+
+const (
+	// LocationGranularity groups nodes by location; one leader per location
+	// holds the tunnels to the other locations (Kilo's default).
+	LocationGranularity Granularity = "location"
+	// FullGranularity gives every node its own segment: a full mesh.
+	FullGranularity Granularity = "full"
+	// CrossGranularity builds direct tunnels between every pair of nodes in
+	// different locations and none inside a location.
+	CrossGranularity Granularity = "cross"
+)
+
+// Encapsulate says when traffic between nodes of one location is wrapped in
+// an IP tunnel (IPIP or VXLAN) rather than routed natively.
+type Encapsulate string
+
+const (
+	// EncapsulateNever routes natively inside a location.
+	EncapsulateNever Encapsulate = "never"
+	// EncapsulateCrossSubnet encapsulates only between nodes whose internal
+	// IPs are in different subnets.
+	EncapsulateCrossSubnet Encapsulate = "crosssubnet"
+	// EncapsulateAlways always encapsulates inside a location.
+	EncapsulateAlways Encapsulate = "always"
+)
+
+// Endpoint is where a WireGuard peer listens: a DNS name or an IP, and a port.
+// Addr is set when the endpoint is an IP or once a DNS name was resolved.
+type Endpoint struct {
+	// DNS is the host name, empty when the endpoint was given as an IP.
+	DNS string
+	// Addr is the IP and port; invalid while a DNS name is unresolved.
+	Addr netip.AddrPort
+	// Port is the UDP port, also when Addr is not yet known.
+	Port uint16
+}
+
+// Node is one cluster node as the mesh sees it, read from the Node object and
+// its kilo.squat.ai annotations.
+type Node struct {
+	// Name is the Node's name.
+	Name string
+	// Location is the node's location (annotation, else topology label);
+	// empty means the node is alone in a location of its own.
+	Location string
+	// Key is the node's WireGuard public key; the zero key means unknown.
+	Key wgtypes.Key
+	// Endpoint is where other locations reach this node's WireGuard port:
+	// force-endpoint if set, else the external IP, else the internal IP.
+	Endpoint *Endpoint
+	// InternalIP is the node's private address with its subnet.
+	InternalIP netip.Prefix
+	// ExternalIP is the node's public address, if any (prefers leadership).
+	ExternalIP netip.Addr
+	// PodCIDRs are the node's pod ranges (IPv4 and IPv6 for dual stack).
+	PodCIDRs []netip.Prefix
+	// AllowedLocationIPs are extra ranges reachable through this location.
+	AllowedLocationIPs []netip.Prefix
+	// WireGuardIP is the address the node announces, if it publishes one.
+	WireGuardIP netip.Prefix
+	// PersistentKeepalive keeps NAT mappings open; zero disables it.
+	PersistentKeepalive time.Duration
+	// Leader reports whether the node carries the kilo.squat.ai/leader annotation.
+	Leader bool
+	// Ready reports whether the node's agent is alive (fresh lease) and
+	// forwarding; only ready nodes are elected leader.
+	Ready bool
+}
+
+// Peer is an external WireGuard peer declared by a Peer object
+// (peers.kilo.squat.ai): a laptop, a monitoring agent, another cluster.
+type Peer struct {
+	// Name is the Peer object's name.
+	Name string
+	// AllowedIPs are the ranges routed to this peer.
+	AllowedIPs []netip.Prefix
+	// PublicKey is the peer's WireGuard public key.
+	PublicKey wgtypes.Key
+	// PresharedKey is an optional extra symmetric key.
+	PresharedKey *wgtypes.Key
+	// Endpoint is where the peer listens, nil for a roaming peer.
+	Endpoint *Endpoint
+	// PersistentKeepalive keeps NAT mappings open; zero disables it.
+	PersistentKeepalive time.Duration
+}
