@@ -61,6 +61,8 @@ type Node struct {
 	Endpoint *Endpoint
 	// InternalIP is the node's private address with its subnet.
 	InternalIP netip.Prefix
+	// InternalIP6 is the node's private IPv6 address, if dual-stack.
+	InternalIP6 netip.Prefix
 	// ExternalIP is the node's public address, if any (prefers leadership).
 	ExternalIP netip.Addr
 	// PodCIDRs are the node's pod ranges (IPv4 and IPv6 for dual stack).
@@ -89,6 +91,9 @@ type Peer struct {
 	PublicKey wgtypes.Key
 	// PresharedKey is an optional extra symmetric key.
 	PresharedKey *wgtypes.Key
+	// Created is when the Peer object was created; when two Peers claim
+	// the same range, the older one keeps it.
+	Created time.Time
 	// Endpoint is where the peer listens, nil for a roaming peer.
 	Endpoint *Endpoint
 	// PersistentKeepalive keeps NAT mappings open; zero disables it.
