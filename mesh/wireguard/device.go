@@ -1,0 +1,138 @@
+package wireguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+)
+
+// Device is one WireGuard interface, kernel or embedded wireguard-go,
+// configured declaratively through wgctrl. Its methods are safe for
+// concurrent use.
+type Device interface {
+	// Set makes the device match cfg, sending only the differences: new
+	// peers are added, peers absent from cfg removed, changed peers updated
+	// in place, and unchanged peers left alone so their sessions survive.
+	// Endpoints learnt from recent handshakes are kept (see MergeLearned).
+	// It is safe to call again with the same cfg.
+	Set(ctx context.Context, cfg Config) error
+	// Show returns the live state of the interface and its peers.
+	Show(ctx context.Context) (State, error)
+	// Close releases the device. An embedded wireguard-go device is shut
+	// down and its link and control socket disappear; a kernel link is
+	// kept (delete it with link.Delete when the agent is asked to).
+	Close() error
+}
+
+// DefaultName is the WireGuard interface name used when none is given.
+const DefaultName = "kilo0"
+
+// OpenOptions say which WireGuard interface Open creates or adopts.
+type OpenOptions struct {
+	// Name is the interface name; empty means DefaultName.
+	Name string
+	// Mode picks the kernel module or the embedded wireguard-go; empty
+	// means ModeAuto.
+	Mode Mode
+	// MTU of the link; zero keeps the implementation's default (1420).
+	MTU int
+	// Logger receives the device's logs; nil discards them.
+	Logger *slog.Logger
+	// NetNS is the path of a network namespace (such as /run/netns/NAME)
+	// that holds the link and, for wireguard-go, the TUN and UDP sockets;
+	// empty means the calling thread's namespace. Tests use it to run
+	// several devices in one process. The control socket lives in
+	// /var/run/wireguard, which all namespaces of a mount namespace share,
+	// so names must be unique across namespaces.
+	NetNS string
+}
+
+// Mode says which WireGuard implementation backs a Device.
+type Mode string
+
+const (
+	// ModeAuto uses the kernel module when the wireguard link type can be
+	// created, else the embedded wireguard-go.
+	ModeAuto Mode = "auto"
+	// ModeKernel requires the kernel module.
+	ModeKernel Mode = "kernel"
+	// ModeUserspace embeds wireguard-go in the process (TUN device).
+	ModeUserspace Mode = "userspace"
+)
+
+var (
+	// ErrInvalidMode is returned by ParseMode for an unknown mode.
+	ErrInvalidMode = errors.New("invalid WireGuard mode")
+	// ErrKernelUnsupported is returned in ModeKernel when the kernel cannot
+	// create wireguard links (no module).
+	ErrKernelUnsupported = errors.New("kernel WireGuard not available")
+	// ErrLinkBusy is returned when the interface name is taken by a link
+	// that Open cannot adopt.
+	ErrLinkBusy = errors.New("interface name in use")
+	// ErrInvalidConfig is returned by Set for a Config it cannot apply.
+	ErrInvalidConfig = errors.New("invalid WireGuard configuration")
+	// ErrClosed is returned by the methods of a closed Device.
+	ErrClosed = errors.New("WireGuard device closed")
+)
+
+// ParseMode parses "auto", "kernel" or "userspace"; the empty string is
+// ModeAuto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return ModeAuto, nil
+	case ModeAuto, ModeKernel, ModeUserspace:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w %q: use auto, kernel or userspace", ErrInvalidMode, s)
+}
+
+// String returns the mode's name.
+func (m Mode) String() string { return string(m) }
+
+// Set parses s into m, for use as a command-line flag value.
+func (m *Mode) Set(s string) error {
+	p, err := ParseMode(s)
+	if err != nil {
+		return err
+	}
+	*m = p
+	return nil
+}
+
+// Type names the flag value type for pflag.
+func (m *Mode) Type() string { return "auto|kernel|userspace" }
+
+// validate checks what the device cannot apply.
+func validate(cfg Config) error {
+	seen := make(map[[32]byte]bool, len(cfg.Peers))
+	owner := make(map[netip.Prefix]PeerConfig)
+	pub := cfg.PrivateKey.PublicKey()
+	for _, p := range cfg.Peers {
+		if seen[p.PublicKey] {
+			return fmt.Errorf("%w: peer %s (%s) appears twice", ErrInvalidConfig, p.PublicKey, p.Name)
+		}
+		seen[p.PublicKey] = true
+		if p.PublicKey == pub {
+			return fmt.Errorf("%w: peer %s (%s) has the interface's own public key", ErrInvalidConfig, p.PublicKey, p.Name)
+		}
+		for _, a := range p.AllowedIPs {
+			if !a.IsValid() {
+				return fmt.Errorf("%w: peer %s (%s) has an invalid allowed IP", ErrInvalidConfig, p.PublicKey, p.Name)
+			}
+			// WireGuard gives a range to one peer only: the last one set
+			// would win, and every Set would move it again.
+			if o, ok := owner[a.Masked()]; ok && o.PublicKey != p.PublicKey {
+				return fmt.Errorf("%w: allowed IP %s is claimed by peers %s (%s) and %s (%s); give it to one of them",
+					ErrInvalidConfig, a.Masked(), o.PublicKey, o.Name, p.PublicKey, p.Name)
+			}
+			owner[a.Masked()] = p
+		}
+	}
+	if cfg.ListenPort < 0 || cfg.ListenPort > 65535 {
+		return fmt.Errorf("%w: listen port %d out of range", ErrInvalidConfig, cfg.ListenPort)
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package wireguard
+
+import (
+	"slices"
+	"time"
+)
+
+// LearnedEndpointTTL is how long after its latest handshake a peer's
+// learnt endpoint wins over the configured one (NAT roaming).
+const LearnedEndpointTTL = 3 * time.Minute
+
+// MergeLearned returns desired with the endpoints the device should keep:
+// a peer whose desired Endpoint is invalid keeps its live endpoint, and a
+// peer that completed a handshake within LearnedEndpointTTL before now from
+// an endpoint other than the desired one keeps that learnt endpoint, since
+// the peer roamed or sits behind NAT. A replaced endpoint loses its
+// EndpointDNS. desired is not modified.
+func MergeLearned(desired Config, live State, now time.Time) Config {
+	out := desired
+	out.Peers = slices.Clone(desired.Peers)
+	for i := range out.Peers {
+		p := &out.Peers[i]
+		l, ok := live.Peer(p.PublicKey)
+		if !ok || !l.Endpoint.IsValid() || l.Endpoint == unmapAddrPort(p.Endpoint) {
+			continue
+		}
+		recent := !l.LastHandshake.IsZero() && now.Sub(l.LastHandshake) < LearnedEndpointTTL
+		if !p.Endpoint.IsValid() || recent {
+			p.Endpoint = l.Endpoint
+			p.EndpointDNS = ""
+		}
+	}
+	return out
+}
