@@ -43,9 +43,9 @@ func TestChanges(t *testing.T) {
 		}}
 	}
 	tests := []struct {
-		name   string
-		edit   func(*Config)
-		want   string
+		name string
+		edit func(*Config)
+		want string
 	}{
 		{name: "same config sends nothing", edit: func(*Config) {}},
 		{name: "zero port and zero key keep the device's", edit: func(c *Config) { c.ListenPort = 0; c.PrivateKey = wgtypes.Key{} }},

@@ -14,11 +14,11 @@ func TestMergeLearned(t *testing.T) {
 	configured := ap("198.51.100.7:51820")
 	learnt := ap("203.0.113.9:40001")
 	tests := []struct {
-		name      string
-		desired   PeerConfig
-		live      *PeerState
-		want      netip.AddrPort
-		wantDNS   string
+		name    string
+		desired PeerConfig
+		live    *PeerState
+		want    netip.AddrPort
+		wantDNS string
 	}{
 		{
 			name:    "new peer keeps desired endpoint",

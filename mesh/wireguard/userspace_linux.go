@@ -153,4 +153,3 @@ func deviceLogger(log *slog.Logger) *device.Logger {
 		},
 	}
 }
-
