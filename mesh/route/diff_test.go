@@ -1,0 +1,198 @@
+package route
+
+import (
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+var (
+	pfx = netip.MustParsePrefix
+	ip  = netip.MustParseAddr
+	// cmpNetip compares netip values, whose fields are unexported.
+	cmpNetip = cmp.Options{
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+		cmpopts.EquateEmpty(),
+	}
+)
+
+func TestDiffRoutes(t *testing.T) {
+	wg := Route{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}
+	viaLeader := Route{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}
+	v6 := Route{Dst: pfx("fd02::/64"), Dev: "kilo0", Table: 1107}
+	tests := []struct {
+		name             string
+		desired, current []Route
+		want             RoutePlan
+	}{
+		{name: "nothing"},
+		{
+			name:    "all new",
+			desired: []Route{v6, viaLeader, wg},
+			want:    RoutePlan{Add: []Route{wg, viaLeader, v6}},
+		},
+		{
+			name:    "same",
+			desired: []Route{wg, viaLeader, v6},
+			current: []Route{v6, wg, viaLeader},
+		},
+		{
+			name:    "main table spelled 254 and unmasked destination are the same route",
+			desired: []Route{{Dst: pfx("10.2.0.9/24"), Dev: "kilo0", Table: MainTable}},
+			current: []Route{wg},
+		},
+		{
+			name:    "gateway change replaces",
+			desired: []Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}},
+			current: []Route{viaLeader},
+			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}}},
+		},
+		{
+			name:    "leader change: wireguard route becomes a route via the leader",
+			desired: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}},
+			current: []Route{wg},
+			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}}},
+		},
+		{
+			name:    "onlink and src changes replace",
+			desired: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}},
+			current: []Route{wg},
+			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}}},
+		},
+		{
+			name:    "same destination in another table is another route",
+			desired: []Route{wg, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}},
+			current: []Route{wg},
+			want:    RoutePlan{Add: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}}},
+		},
+		{
+			name:    "stale deleted",
+			desired: []Route{wg},
+			current: []Route{v6, wg, viaLeader},
+			want:    RoutePlan{Delete: []Route{viaLeader, v6}},
+		},
+		{
+			name:    "duplicate owned routes for one destination: extra deleted",
+			desired: []Route{wg},
+			current: []Route{wg, wg},
+			want:    RoutePlan{Delete: []Route{wg}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DiffRoutes(tt.desired, tt.current)
+			if d := cmp.Diff(tt.want, got, cmpNetip); d != "" {
+				t.Errorf("DiffRoutes (-want +got):\n%s", d)
+			}
+			if got.Empty() != (len(tt.want.Add)+len(tt.want.Replace)+len(tt.want.Delete) == 0) {
+				t.Errorf("Empty() = %v", got.Empty())
+			}
+		})
+	}
+}
+
+func TestDiffRules(t *testing.T) {
+	fromPods := Rule{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 1000}
+	anyPrio := Rule{Dst: pfx("fd02::/64"), Table: 1107}
+	tests := []struct {
+		name             string
+		desired, current []Rule
+		want             RulePlan
+	}{
+		{name: "nothing"},
+		{name: "new", desired: []Rule{fromPods, anyPrio}, want: RulePlan{Add: []Rule{anyPrio, fromPods}}},
+		{name: "same", desired: []Rule{fromPods}, current: []Rule{fromPods}},
+		{
+			name:    "zero priority matches the kernel's choice",
+			desired: []Rule{anyPrio},
+			current: []Rule{{Dst: pfx("fd02::/64"), Table: 1107, Priority: 32765}},
+		},
+		{
+			name:    "priority change is delete and add",
+			desired: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}},
+			current: []Rule{fromPods},
+			want:    RulePlan{Add: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}}, Delete: []Rule{fromPods}},
+		},
+		{
+			name:    "main table spelled two ways",
+			desired: []Rule{{Src: pfx("10.1.0.0/24"), Table: MainTable, Priority: 5}},
+			current: []Rule{{Src: pfx("10.1.0.0/24"), Priority: 5}},
+		},
+		{
+			name:    "duplicates in the kernel: one kept",
+			desired: []Rule{fromPods, fromPods},
+			current: []Rule{fromPods, fromPods},
+			want:    RulePlan{Delete: []Rule{fromPods}},
+		},
+		{name: "stale", current: []Rule{fromPods}, want: RulePlan{Delete: []Rule{fromPods}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, DiffRules(tt.desired, tt.current), cmpNetip); d != "" {
+				t.Errorf("DiffRules (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		routes  []Route
+		rules   []Rule
+		wantErr bool
+	}{
+		{name: "ok", routes: []Route{
+			{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"},
+			{Dst: pfx("fd02::/64"), Gw: ip("fd00:1::1"), Dev: "kilo-vxlan", OnLink: true},
+		}, rules: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1}}},
+		{name: "identical duplicates are fine", routes: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}}},
+		{name: "conflicting duplicates", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "eth0"}}},
+		{name: "no link", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24")}}},
+		{name: "no destination", wantErr: true, routes: []Route{{Dev: "kilo0"}}},
+		{name: "IPv4 gateway for IPv6", wantErr: true, routes: []Route{{Dst: pfx("fd02::/64"), Gw: ip("172.16.0.1"), Dev: "kilo0"}}},
+		{name: "IPv6 gateway for IPv4", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("fd00:1::1"), Dev: "kilo0"}}},
+		{name: "mixed src", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Src: ip("fd00:1::1"), Dev: "kilo0"}}},
+		{name: "rule without family", wantErr: true, rules: []Rule{{Table: 1}}},
+		{name: "rule mixing families", wantErr: true, rules: []Rule{{Src: pfx("10.0.0.0/8"), Dst: pfx("fd00:1::/64"), Table: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(tt.routes, tt.rules)
+			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrInvalid)) {
+				t.Errorf("Validate() = %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
+	}
+}

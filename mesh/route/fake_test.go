@@ -1,0 +1,37 @@
+package route
+
+import (
+	"context"
+	"testing"
+)
+
+func TestFakeRecord(t *testing.T) {
+	ctx := context.Background()
+	f := &Fake{}
+	routes := []Route{
+		{Dst: pfx("fd02::/64"), Gw: ip("fd16::2"), Dev: "kilo-vxlan", OnLink: true},
+		{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.1.0.1")},
+		{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "kilo-vxlan", OnLink: true},
+		{Dst: pfx("10.9.0.0/16"), Dev: "kilo0", Table: 1107},
+	}
+	rules := []Rule{
+		{Src: pfx("10.1.0.0/24"), Dst: pfx("10.9.0.0/16"), Table: 1107, Priority: 1100},
+		{Dst: pfx("fd09::/64"), Table: MainTable},
+	}
+	if err := f.Set(ctx, routes, rules); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Set(ctx, routes[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Set(ctx, []Route{{Dst: pfx("10.2.0.0/24")}}, nil); err == nil {
+		t.Error("Set accepted a route without link")
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fake.golden", f.Record())
+	if r, l := f.State(); len(r)+len(l) != 0 {
+		t.Errorf("state after Close: %v %v", r, l)
+	}
+}
