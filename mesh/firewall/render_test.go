@@ -1,0 +1,90 @@
+package firewall
+
+import (
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+var pfx = netip.MustParsePrefix
+
+func TestRenderGolden(t *testing.T) {
+	mesh := []netip.Prefix{pfx("10.1.0.0/16"), pfx("10.4.0.0/16"), pfx("fd01::/48"), pfx("10.5.0.1/32")}
+	tests := []struct {
+		name  string
+		rules Rules
+	}{
+		{name: "empty"},
+		{name: "leader", rules: Rules{
+			Forward: []Forward{
+				{Link: "kilo0", Range: pfx("10.2.0.0/24")},
+				{Link: "kilo0", Range: pfx("fd02::/64")},
+				{Range: pfx("10.1.0.7/24")},
+				{Link: "kilo0"},
+				{Range: pfx("10.1.0.0/24")}, // repeats the masked one above
+			},
+			Masquerade: []Masquerade{
+				{Src: pfx("10.1.0.0/24"), Except: mesh},
+				{Src: pfx("fd01:0:0:1::/64"), Except: mesh},
+			},
+			AcceptUDP: []uint16{51820},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Format(tt.rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "render_"+tt.name+".golden", got)
+		})
+	}
+}
+
+func TestRenderRejects(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules Rules
+	}{
+		{name: "forward without link or range", rules: Rules{Forward: []Forward{{}}}},
+		{name: "masquerade without source", rules: Rules{Masquerade: []Masquerade{{Except: []netip.Prefix{pfx("10.0.0.0/8")}}}}},
+		{name: "port zero", rules: Rules{AcceptUDP: []uint16{0}}},
+		{name: "link with a space", rules: Rules{Forward: []Forward{{Link: "kilo 0"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Render(tt.rules, IPv4); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Render() error = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
+	}
+}
