@@ -72,7 +72,8 @@ func Render(iface Interface, opts RenderOptions) string {
 			fmt.Fprintf(&b, "AllowedIPs = %s\n", joinPrefixes(allowed))
 		}
 		switch {
-		case p.EndpointDNS != "" && p.Endpoint.IsValid():
+		case p.EndpointDNS != "" && p.Endpoint.Port() != 0:
+			// A DNS endpoint renders as written, resolved or not.
 			fmt.Fprintf(&b, "Endpoint = %s:%d\n", p.EndpointDNS, p.Endpoint.Port())
 		case p.Endpoint.IsValid():
 			fmt.Fprintf(&b, "Endpoint = %s\n", p.Endpoint)
