@@ -1,0 +1,150 @@
+package topology
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"slices"
+)
+
+// allocator hands out WireGuard IPs in the subnet without coordination:
+// an address a node of the segment already announces when it is free,
+// else a slot derived from a hash of the segment's key, probing upward.
+type allocator struct {
+	subnet netip.Prefix
+	// pool is the first sub-prefix of subnet with at most 32 host bits:
+	// hashed slots are taken from it.
+	pool  netip.Prefix
+	size  uint64 // number of addresses in pool
+	taken map[netip.Addr]bool
+	cs    *claims
+}
+
+func newAllocator(subnet netip.Prefix, cs *claims) *allocator {
+	host := min(subnet.Addr().BitLen()-subnet.Bits(), 32)
+	pool := netip.PrefixFrom(subnet.Addr(), subnet.Addr().BitLen()-host)
+	return &allocator{subnet: subnet, pool: pool, size: 1 << host, taken: make(map[netip.Addr]bool), cs: cs}
+}
+
+// free reports whether a can be a segment's WireGuard IP: inside the
+// subnet, neither its first nor its last address, not taken, and not
+// inside any claimed range. It returns the blocking claim, if any.
+func (a *allocator) free(addr netip.Addr) (claim, bool) {
+	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) || a.taken[addr] {
+		return claim{}, false
+	}
+	c, blocked := a.cs.find(hostPrefix(addr), nil)
+	return c, !blocked
+}
+
+func (a *allocator) assign(s *Segment, addr netip.Addr) {
+	a.taken[addr] = true
+	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
+	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
+		owner: fmt.Sprintf("WireGuard IP %s of segment %q", addr, s.Name), segment: s.key})
+}
+
+// assignAnnounced gives segments the addresses their nodes announce:
+// first the leaders' announcements, segments in name order, then the other
+// nodes' announcements in node name order.
+func (a *allocator) assignAnnounced(segs []Segment) {
+	for i := range segs {
+		s := &segs[i]
+		if addr := s.Nodes[s.Leader].WireGuardIP.Addr(); addr.IsValid() {
+			if _, ok := a.free(unmapAddr(addr)); ok {
+				a.assign(s, unmapAddr(addr))
+			}
+		}
+	}
+	for i := range segs {
+		s := &segs[i]
+		for _, n := range s.Nodes {
+			if s.WireGuardIP.IsValid() {
+				break
+			}
+			if addr := unmapAddr(n.WireGuardIP.Addr()); addr.IsValid() {
+				if _, ok := a.free(addr); ok {
+					a.assign(s, addr)
+				}
+			}
+		}
+	}
+}
+
+// home returns the first slot probed for key: never the pool's first or
+// last address.
+func (a *allocator) home(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return 1 + h.Sum64()%(a.size-2)
+}
+
+func (a *allocator) addrAt(off uint64) netip.Addr {
+	b := a.pool.Addr().As16()
+	binary.BigEndian.PutUint32(b[12:], binary.BigEndian.Uint32(b[12:])|uint32(off))
+	addr := netip.AddrFrom16(b)
+	if a.pool.Addr().Is4() {
+		return addr.Unmap()
+	}
+	return addr
+}
+
+func (a *allocator) offsetOf(addr netip.Addr) uint64 {
+	b := addr.As16()
+	return uint64(binary.BigEndian.Uint32(b[12:])) & (a.size - 1)
+}
+
+// assignHashed gives every segment still without an address its hashed
+// slot, probing upward (and wrapping) past taken addresses and claimed
+// ranges. Segments are served in (slot, key) order, so a segment keeps its
+// address when others come and go unless their slots collide, and keeps
+// it in every case once its nodes announce it.
+func (a *allocator) assignHashed(segs []Segment, ps *problems) {
+	var todo []*Segment
+	for i := range segs {
+		if !segs[i].WireGuardIP.IsValid() {
+			todo = append(todo, &segs[i])
+		}
+	}
+	slices.SortFunc(todo, func(x, y *Segment) int {
+		return cmp.Or(cmp.Compare(a.home(x.key), a.home(y.key)), cmp.Compare(x.key, y.key))
+	})
+	for _, s := range todo {
+		if addr, ok := a.probe(a.home(s.key)); ok {
+			a.assign(s, addr)
+			continue
+		}
+		ps.add(KindNode, s.Nodes[s.Leader].Name, Warning, CodeNoWireGuardIP,
+			"the WireGuard subnet %s has no free address left for segment %q, so its leader's interface has no address; use a larger --subnet",
+			a.subnet, s.Name)
+	}
+}
+
+// probe walks the slots from start, jumping over claimed ranges, until a
+// free address is found or every slot was seen.
+func (a *allocator) probe(start uint64) (netip.Addr, bool) {
+	cycle := a.size - 2 // slots 1 .. size-2
+	off, walked := start, uint64(0)
+	for walked < cycle {
+		addr := a.addrAt(off)
+		c, ok := a.free(addr)
+		if ok {
+			return addr, true
+		}
+		step := uint64(1)
+		if c.prefix.IsValid() && c.prefix.Bits() < addr.BitLen() {
+			if c.prefix.Contains(a.pool.Addr()) && c.prefix.Contains(lastAddr(a.pool)) {
+				return netip.Addr{}, false // the whole pool is claimed
+			}
+			step = a.offsetOf(lastAddr(c.prefix)) - off + 1
+		}
+		walked += step
+		off += step
+		if off > cycle {
+			off = 1 + (off-1)%cycle
+		}
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,216 @@
+package topology
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// maxKeepalive is the largest persistent keepalive WireGuard accepts.
+const maxKeepalive = 65535 * time.Second
+
+// member is an accepted node with what New derived from it.
+type member struct {
+	Node
+	// in4 and in6 are the internal IPs by family (either may be invalid).
+	in4, in6 netip.Prefix
+	// public reports whether other locations can reach the node without
+	// NAT traversal: an external IP, a DNS endpoint or a forced endpoint.
+	public bool
+	// group is the key of the node's location group: "location:NAME", or
+	// "node:NAME" for a node without location or internal IP.
+	group string
+	// location is the location shown to users: the location, or the node
+	// name for a node that forms a location of its own.
+	location string
+	// allowed are the node's ranges routed to its segment: its pod CIDRs
+	// and internal IPs that no other node claimed first.
+	allowed []netip.Prefix
+}
+
+// internal returns the node's internal IP of the family of a.
+func (m *member) internal(a netip.Addr) netip.Prefix {
+	if a.Is4() {
+		return m.in4
+	}
+	return m.in6
+}
+
+func locationKey(l string) string { return "location:" + l }
+
+func nodeKey(n string) string { return "node:" + n }
+
+// segmentKey returns the key of m's segment: its location group in
+// LocationGranularity, the node itself otherwise.
+func segmentKey(m *member, g Granularity) string {
+	if g == LocationGranularity {
+		return m.group
+	}
+	return nodeKey(m.Name)
+}
+
+// acceptNodes validates and normalizes nodes, reporting problems, and returns
+// the accepted ones sorted by name.
+func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
+	sorted := slices.Clone(nodes)
+	slices.SortStableFunc(sorted, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	count := make(map[string]int, len(sorted))
+	for _, n := range sorted {
+		count[n.Name]++
+	}
+	keys := make(map[wgtypes.Key]string)
+	var out []*member
+	for _, n := range sorted {
+		switch {
+		case n.Name == "":
+			ps.add(KindNode, "", Excluded, CodeNoName, "a node has an empty name; it is ignored")
+			continue
+		case count[n.Name] > 1:
+			ps.add(KindNode, n.Name, Excluded, CodeDuplicateName,
+				"%d nodes are named %q; all of them are left out until the names are unique", count[n.Name], n.Name)
+			continue
+		case n.Key == (wgtypes.Key{}):
+			ps.add(KindNode, n.Name, Excluded, CodeNoKey,
+				"the node has no WireGuard public key (annotation kilo.squat.ai/key): the kg agent has not started on it yet; start kg on the node and it will publish its key")
+			continue
+		}
+		if other, ok := keys[n.Key]; ok {
+			ps.add(KindNode, n.Name, Excluded, CodeDuplicateKey,
+				"the node's WireGuard public key is also node %q's; delete the private key file on one of them and restart its kg agent to generate a new pair", other)
+			continue
+		}
+		m := normalizeNode(n)
+		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
+			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
+				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
+			continue
+		}
+		keys[n.Key] = n.Name
+		m.Endpoint = endpointOf(m, opts.Port)
+		m.group, m.location = nodeKey(n.Name), n.Name
+		full := opts.Granularity == FullGranularity
+		switch {
+		case n.Location == "":
+			if !full {
+				ps.add(KindNode, n.Name, Warning, CodeNoLocation,
+					"the node has no location, so it forms a location of its own named after it; annotate it with kilo.squat.ai/location=NAME or label it with topology.kubernetes.io/region=NAME")
+			}
+		case !m.in4.IsValid() && !m.in6.IsValid():
+			if full {
+				m.location = n.Location
+			} else {
+				ps.add(KindNode, n.Name, Warning, CodeNoInternalIP,
+					"the node has no internal IP, so it cannot reach the other nodes of location %q natively and forms a location of its own; give the Node an InternalIP address", n.Location)
+			}
+		default:
+			m.group, m.location = locationKey(n.Location), n.Location
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// normalizeNode copies n with canonical prefixes and sane durations.
+func normalizeNode(n Node) *member {
+	m := &member{Node: n}
+	m.PodCIDRs = normPrefixes(n.PodCIDRs)
+	m.AllowedLocationIPs = normPrefixes(n.AllowedLocationIPs)
+	m.ExternalIP = unmapAddr(n.ExternalIP)
+	m.WireGuardIP = unmapPrefix(n.WireGuardIP)
+	m.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
+	for _, p := range []netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
+		if !p.IsValid() {
+			continue
+		}
+		p = netip.PrefixFrom(p.Addr().WithZone(""), p.Bits())
+		if p.Addr().Is4() && !m.in4.IsValid() {
+			m.in4 = p
+		} else if p.Addr().Is6() && !m.in6.IsValid() {
+			m.in6 = p
+		}
+	}
+	m.InternalIP, m.InternalIP6 = m.in4, m.in6
+	if m.Endpoint != nil {
+		e := *n.Endpoint
+		e.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
+		m.Endpoint = &e
+		if e.DNS == "" && !e.Addr.Addr().IsValid() {
+			m.Endpoint = nil
+		}
+	}
+	if m.Endpoint != nil {
+		a := m.Endpoint.Addr.Addr()
+		m.public = m.Endpoint.DNS != "" || (a != m.in4.Addr() && a != m.in6.Addr())
+	}
+	if m.ExternalIP.IsValid() {
+		m.public = true
+	}
+	return m
+}
+
+// endpointOf returns where other nodes reach m: its Endpoint with a port,
+// else its external IP, else its internal IP (IPv4 first), with port.
+func endpointOf(m *member, port uint16) *Endpoint {
+	if m.Endpoint != nil {
+		e := *m.Endpoint
+		if e.Port == 0 {
+			e.Port = e.Addr.Port()
+		}
+		if e.Port == 0 {
+			e.Port = port
+		}
+		if e.Addr.Addr().IsValid() {
+			e.Addr = netip.AddrPortFrom(e.Addr.Addr(), e.Port)
+		}
+		return &e
+	}
+	for _, a := range []netip.Addr{m.ExternalIP, m.in4.Addr(), m.in6.Addr()} {
+		if a.IsValid() {
+			return &Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
+		}
+	}
+	return nil
+}
+
+func clampKeepalive(d time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return 0
+	case d < time.Second:
+		return time.Second
+	case d > maxKeepalive:
+		return maxKeepalive
+	}
+	return d.Truncate(time.Second)
+}
+
+// electionOrder sorts nodes the way leaders are elected: ready nodes first
+// (all nodes when none is ready), then those with the kilo.squat.ai/leader
+// annotation, then those with a public endpoint, then by name.
+func electionOrder(ms []*member) []*member {
+	out := slices.Clone(ms)
+	anyReady := slices.ContainsFunc(ms, func(m *member) bool { return m.Ready })
+	slices.SortFunc(out, func(a, b *member) int {
+		return cmp.Or(
+			boolFirst(a.Ready || !anyReady, b.Ready || !anyReady),
+			boolFirst(a.Leader, b.Leader),
+			boolFirst(a.public, b.public),
+			cmp.Compare(a.Name, b.Name),
+		)
+	})
+	return out
+}
+
+// boolFirst orders true before false.
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
+}

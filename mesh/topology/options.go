@@ -1,0 +1,124 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Defaults used by New for zero-valued Options fields.
+const (
+	// DefaultPort is WireGuard's customary listen port (Kilo's --port).
+	DefaultPort uint16 = 51820
+	// DefaultWireGuardLink is the WireGuard interface name (Kilo's --interface).
+	DefaultWireGuardLink = "kilo0"
+	// DefaultTunnelLink is the encapsulation link used when encapsulation is
+	// on and Links.Tunnel is empty: Linux's IPIP fallback device.
+	DefaultTunnelLink = "tunl0"
+	// DefaultTable is the routing table that holds the routes which
+	// encapsulate traffic from local pods to other nodes' internal IPs
+	// (Kilo uses the same number).
+	DefaultTable = 1107
+)
+
+// DefaultSubnet is the WireGuard network used when Options.Subnet is the
+// zero Prefix (Kilo's --subnet default).
+var DefaultSubnet = netip.MustParsePrefix("10.4.0.0/16")
+
+// ErrInvalidOptions is wrapped by every error New returns.
+var ErrInvalidOptions = errors.New("invalid topology options")
+
+// Options configure how New lays out the mesh; the zero value is usable.
+type Options struct {
+	// Granularity groups nodes into segments; empty means LocationGranularity.
+	Granularity Granularity
+	// Subnet is the WireGuard network (Kilo's --subnet) from which every
+	// segment gets its WireGuard IP; the zero Prefix means DefaultSubnet.
+	// It must have no host bits set and leave at least two usable addresses.
+	Subnet netip.Prefix
+	// Port is the WireGuard listen port, and the port of node endpoints that
+	// do not name one; zero means DefaultPort.
+	Port uint16
+	// Encapsulate says when traffic between nodes of one location goes
+	// through Links.Tunnel; empty means EncapsulateNever.
+	Encapsulate Encapsulate
+	// Links names the links used in routes.
+	Links Links
+	// Table is the routing table of the encapsulated routes to other nodes'
+	// internal IPs that policy rules select for traffic from local pods;
+	// zero means DefaultTable.
+	Table int
+	// NoLocalRoutes leaves the routes between nodes of one location to the
+	// CNI (Kilo's --local=false): Routes then only carries traffic that
+	// leaves the location.
+	NoLocalRoutes bool
+	// ServiceCIDRs are the cluster's Service ranges (Kilo's
+	// --service-cidr). Peers may not claim them, and PeerConf routes them
+	// to one segment so that an external peer reaches ClusterIPs and the
+	// cluster DNS.
+	ServiceCIDRs []netip.Prefix
+}
+
+// Links names the links that routes leave through.
+type Links struct {
+	// WireGuard is the WireGuard interface; empty means DefaultWireGuardLink.
+	WireGuard string
+	// Underlay is the link that holds the node's internal IP (e.g. eth0).
+	// Empty leaves the choice to the kernel, which then cannot take on-link
+	// next hops outside the node's own subnet.
+	Underlay string
+	// Tunnel is the encapsulation link ("tunl0" for IPIP, a VXLAN link such
+	// as "kilo-vxlan"); empty means DefaultTunnelLink.
+	Tunnel string
+}
+
+// withDefaults validates o and fills its zero fields.
+func (o Options) withDefaults() (Options, error) {
+	switch o.Granularity {
+	case "":
+		o.Granularity = LocationGranularity
+	case LocationGranularity, FullGranularity, CrossGranularity:
+	default:
+		return o, fmt.Errorf("%w: mesh granularity %q is unknown; use %q, %q or %q",
+			ErrInvalidOptions, o.Granularity, LocationGranularity, FullGranularity, CrossGranularity)
+	}
+	switch o.Encapsulate {
+	case "":
+		o.Encapsulate = EncapsulateNever
+	case EncapsulateNever, EncapsulateCrossSubnet, EncapsulateAlways:
+	default:
+		return o, fmt.Errorf("%w: encapsulation %q is unknown; use %q, %q or %q",
+			ErrInvalidOptions, o.Encapsulate, EncapsulateNever, EncapsulateCrossSubnet, EncapsulateAlways)
+	}
+	if o.Subnet == (netip.Prefix{}) {
+		o.Subnet = DefaultSubnet
+	}
+	if !o.Subnet.IsValid() {
+		return o, fmt.Errorf("%w: subnet %s is not a valid CIDR; pass a range such as %s", ErrInvalidOptions, o.Subnet, DefaultSubnet)
+	}
+	o.Subnet = unmapPrefix(o.Subnet)
+	if o.Subnet != o.Subnet.Masked() {
+		return o, fmt.Errorf("%w: subnet %s has host bits set; use %s", ErrInvalidOptions, o.Subnet, o.Subnet.Masked())
+	}
+	if o.Subnet.Addr().BitLen()-o.Subnet.Bits() < 2 {
+		return o, fmt.Errorf("%w: subnet %s is too small to hold WireGuard IPs; use a prefix of /30 or shorter (for example %s)",
+			ErrInvalidOptions, o.Subnet, DefaultSubnet)
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	if o.Links.WireGuard == "" {
+		o.Links.WireGuard = DefaultWireGuardLink
+	}
+	if o.Links.Tunnel == "" {
+		o.Links.Tunnel = DefaultTunnelLink
+	}
+	if o.Table == 0 {
+		o.Table = DefaultTable
+	}
+	o.ServiceCIDRs = normPrefixes(o.ServiceCIDRs)
+	if o.Table < 0 {
+		return o, fmt.Errorf("%w: routing table %d is negative; use a table number such as %d", ErrInvalidOptions, o.Table, DefaultTable)
+	}
+	return o, nil
+}

@@ -1,0 +1,112 @@
+package topology
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// acceptPeers validates peers, oldest first (by Created, then Name), against
+// the ranges claimed so far, claims the ranges of the accepted ones, and
+// returns them normalized and sorted by name.
+func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *problems) []Peer {
+	count := make(map[string]int, len(peers))
+	for _, p := range peers {
+		count[p.Name]++
+	}
+	sorted := slices.Clone(peers)
+	slices.SortStableFunc(sorted, func(a, b Peer) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
+	})
+	keys := make(map[wgtypes.Key]string, len(members)+len(peers))
+	for _, m := range members {
+		keys[m.Key] = "node " + quote(m.Name)
+	}
+	var out []Peer
+	for _, p := range sorted {
+		switch {
+		case p.Name == "":
+			ps.add(KindPeer, "", Excluded, CodeNoName, "a peer has an empty name; it is ignored")
+			continue
+		case count[p.Name] > 1:
+			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateName,
+				"%d peers are named %q; all of them are left out until the names are unique", count[p.Name], p.Name)
+			continue
+		case p.PublicKey == (wgtypes.Key{}):
+			ps.add(KindPeer, p.Name, Excluded, CodeNoKey,
+				"the peer has no WireGuard public key; set spec.publicKey to the output of `wg pubkey` on the peer")
+			continue
+		}
+		if owner, ok := keys[p.PublicKey]; ok {
+			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateKey,
+				"the peer's public key is already used by %s; every peer needs its own key pair (wg genkey | wg pubkey)", owner)
+			continue
+		}
+		p = normalizePeer(p, opts.Port)
+		if reason, ok := peerConflict(p, cs); ok {
+			ps.add(KindPeer, p.Name, Excluded, CodeOverlap, "%s", reason)
+			continue
+		}
+		if len(p.AllowedIPs) == 0 {
+			ps.add(KindPeer, p.Name, Warning, CodeNoAllowedIPs,
+				"the peer has no allowed IPs, so nothing is routed to it; list the peer's addresses in spec.allowedIPs")
+		}
+		keys[p.PublicKey] = "peer " + quote(p.Name)
+		for _, a := range p.AllowedIPs {
+			cs.add(claim{prefix: a, kind: claimPeer, owner: fmt.Sprintf("allowed IP %s of peer %q", a, p.Name)})
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// peerConflict explains why p may not have its allowed IPs.
+func peerConflict(p Peer, cs *claims) (string, bool) {
+	for _, a := range p.AllowedIPs {
+		c, ok := cs.find(a, nil)
+		if !ok {
+			continue
+		}
+		if c.kind == claimPeer {
+			return fmt.Sprintf("allowed IP %s overlaps the %s, which is older and keeps it; change spec.allowedIPs of one of the two Peers", a, c.owner), true
+		}
+		return fmt.Sprintf("allowed IP %s overlaps the %s; a Peer may only claim ranges the cluster does not use: pick one outside the pod CIDRs, node IPs, service CIDRs and WireGuard IPs of the cluster", a, c.owner), true
+	}
+	return "", false
+}
+
+// normalizePeer copies p with canonical prefixes, a port on its endpoint
+// and a sane keepalive.
+func normalizePeer(p Peer, port uint16) Peer {
+	p.AllowedIPs = normPrefixes(p.AllowedIPs)
+	p.PersistentKeepalive = clampKeepalive(p.PersistentKeepalive)
+	if p.PresharedKey != nil {
+		k := *p.PresharedKey
+		p.PresharedKey = &k
+	}
+	if p.Endpoint != nil {
+		e := *p.Endpoint
+		a := unmapAddr(e.Addr.Addr())
+		if e.Port == 0 {
+			e.Port = e.Addr.Port()
+		}
+		if e.Port == 0 {
+			e.Port = port
+		}
+		e.Addr = netip.AddrPort{}
+		if a.IsValid() {
+			e.Addr = netip.AddrPortFrom(a, e.Port)
+		}
+		p.Endpoint = &e
+		if e.DNS == "" && !a.IsValid() {
+			p.Endpoint = nil
+		}
+	}
+	return p
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,145 @@
+package topology
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// unmapPrefix turns an IPv4-mapped IPv6 prefix (::ffff:10.0.0.0/104) into
+// its IPv4 form; other prefixes are returned unchanged, and a mapped prefix
+// too short to be IPv4 becomes the invalid Prefix.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if !p.IsValid() || !p.Addr().Is4In6() {
+		return p
+	}
+	if p.Bits() < 96 {
+		return netip.Prefix{}
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+}
+
+// unmapAddr strips an IPv4-mapped prefix and any IPv6 zone.
+func unmapAddr(a netip.Addr) netip.Addr {
+	return a.Unmap().WithZone("")
+}
+
+// normPrefixes returns ps masked, unmapped, without invalid entries, sorted
+// and without duplicates.
+func normPrefixes(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		p = unmapPrefix(p)
+		if !p.IsValid() {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(p.Addr().WithZone(""), p.Bits()).Masked())
+	}
+	slices.SortFunc(out, netip.Prefix.Compare)
+	return slices.Compact(out)
+}
+
+// hostPrefix returns the single-address prefix of a (/32 or /128).
+func hostPrefix(a netip.Addr) netip.Prefix {
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
+// lastAddr returns the highest address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	p = p.Masked()
+	b := p.Addr().As16()
+	first := 0
+	if p.Addr().Is4() {
+		first = 12
+	}
+	host := p.Addr().BitLen() - p.Bits()
+	for i := 15; i >= first && host > 0; i-- {
+		n := min(host, 8)
+		b[i] |= byte(1<<n - 1)
+		host -= n
+	}
+	a := netip.AddrFrom16(b)
+	if p.Addr().Is4() {
+		return a.Unmap()
+	}
+	return a
+}
+
+// claimKind says what a claimed range is used for.
+type claimKind int
+
+const (
+	claimPod claimKind = iota
+	claimInternal
+	claimEndpoint
+	claimWireGuard
+	claimService
+	claimPeer
+	claimLocation
+)
+
+// claim is a range that some owner uses, for overlap checks.
+type claim struct {
+	prefix netip.Prefix
+	kind   claimKind
+	// owner describes the owner for messages ("pod CIDR 10.42.0.0/24 of node a").
+	owner string
+	// segment is the key of the owner's segment, empty for peers and services.
+	segment string
+}
+
+// claims holds every claimed range and finds the ones a range overlaps.
+// Prefixes either nest or are disjoint, so a claim overlapping p either
+// contains p (found by looking up p's supernets) or starts inside p
+// (found by binary search in the sorted list).
+type claims struct {
+	byPrefix map[netip.Prefix][]int
+	sorted   []int // indexes into all, ordered by prefix
+	all      []claim
+}
+
+func newClaims() *claims {
+	return &claims{byPrefix: make(map[netip.Prefix][]int)}
+}
+
+// add records c even if it overlaps existing claims.
+func (cs *claims) add(c claim) {
+	c.prefix = c.prefix.Masked()
+	i := len(cs.all)
+	cs.all = append(cs.all, c)
+	cs.byPrefix[c.prefix] = append(cs.byPrefix[c.prefix], i)
+	pos, _ := slices.BinarySearchFunc(cs.sorted, c.prefix, func(j int, p netip.Prefix) int {
+		return cs.all[j].prefix.Compare(p)
+	})
+	cs.sorted = slices.Insert(cs.sorted, pos, i)
+}
+
+// find returns the first claim overlapping p for which ignore returns
+// false: the widest claim containing p, else the lowest one inside p.
+func (cs *claims) find(p netip.Prefix, ignore func(claim) bool) (claim, bool) {
+	p = p.Masked()
+	for bits := 0; bits <= p.Bits(); bits++ {
+		sup := netip.PrefixFrom(p.Addr(), bits).Masked()
+		for _, i := range cs.byPrefix[sup] {
+			if ignore == nil || !ignore(cs.all[i]) {
+				return cs.all[i], true
+			}
+		}
+	}
+	start, _ := slices.BinarySearchFunc(cs.sorted, p, func(j int, q netip.Prefix) int {
+		return cs.all[j].prefix.Compare(q)
+	})
+	last := lastAddr(p)
+	for _, i := range cs.sorted[start:] {
+		c := cs.all[i]
+		if c.prefix.Addr().BitLen() != p.Addr().BitLen() || c.prefix.Addr().Compare(last) > 0 {
+			break
+		}
+		if c.prefix.Bits() <= p.Bits() {
+			continue // contains p: already checked above
+		}
+		if ignore == nil || !ignore(c) {
+			return c, true
+		}
+	}
+	return claim{}, false
+}

@@ -1,0 +1,196 @@
+package topology
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	"github.com/kilofed/kilofed/mesh/route"
+)
+
+// Routes returns every route and policy rule node's kernel needs for the
+// mesh, sorted by destination then table (rules by source, destination,
+// table). They are empty for an unknown or excluded node. See the package
+// documentation for the rules that produce them.
+func (t *Topology) Routes(node string) ([]route.Route, []route.Rule) {
+	p := t.plan(node)
+	return p.routes, p.rules
+}
+
+// TunnelRemotes returns the internal IPs node sends encapsulated traffic
+// to through Links.Tunnel, sorted: the underlay addresses (IPv4 when both
+// ends have one, else IPv6) of the nodes its tunnel routes lead to, for the
+// VXLAN forwarding database or the IPIP setup.
+func (t *Topology) TunnelRemotes(node string) []netip.Addr {
+	return t.plan(node).remotes
+}
+
+// plan is what one node's kernel needs.
+type plan struct {
+	t       *Topology
+	m       *member
+	own     []netip.Addr // addresses of the node itself
+	routes  []route.Route
+	rules   []route.Rule
+	remotes []netip.Addr
+}
+
+func (t *Topology) plan(node string) plan {
+	m, ok := t.members[node]
+	if !ok {
+		return plan{}
+	}
+	p := plan{t: t, m: m}
+	for _, a := range []netip.Addr{m.in4.Addr(), m.in6.Addr(), m.ExternalIP} {
+		if a.IsValid() {
+			p.own = append(p.own, a)
+		}
+	}
+	for _, a := range t.Addresses(node) {
+		p.own = append(p.own, a.Addr())
+	}
+	own := &t.Segments[t.segOf[node]]
+	var dsts []netip.Prefix
+	if !t.IsLeader(node) && own.WireGuardIP.IsValid() {
+		dsts = append(dsts, hostPrefix(own.WireGuardIP.Addr()))
+	}
+	for i := range t.Segments {
+		if remote(own, &t.Segments[i]) {
+			dsts = append(dsts, t.Segments[i].AllowedIPs...)
+		}
+	}
+	for _, peer := range t.Peers {
+		dsts = append(dsts, peer.AllowedIPs...)
+	}
+	leader := t.members[own.Nodes[own.Leader].Name]
+	for _, dst := range dsts {
+		if p.skip(dst, true) {
+			continue
+		}
+		if leader == m {
+			p.add(route.Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: m.internal(dst.Addr()).Addr()})
+		} else {
+			p.via(leader, dst)
+		}
+	}
+	if !t.opts.NoLocalRoutes {
+		for _, mate := range t.mates(m) {
+			for _, dst := range mate.PodCIDRs {
+				if !p.skip(dst, false) {
+					p.via(mate, dst)
+				}
+			}
+			p.encapsulateHostTraffic(mate)
+		}
+	}
+	p.finish()
+	return p
+}
+
+// skip reports whether dst must not be routed: it holds the node's own
+// pod CIDRs or addresses, or, for destinations outside the location, the
+// endpoint of a WireGuard peer (the route would capture WireGuard's own
+// packets).
+func (p *plan) skip(dst netip.Prefix, outside bool) bool {
+	if slices.ContainsFunc(p.m.PodCIDRs, dst.Overlaps) || slices.ContainsFunc(p.own, dst.Contains) {
+		return true
+	}
+	return outside && slices.ContainsFunc(p.t.endpoints, dst.Contains)
+}
+
+func (p *plan) add(r route.Route) { p.routes = append(p.routes, r) }
+
+// via routes dst through the internal IP of next (of dst's family):
+// through the tunnel link when encapsulation applies, natively otherwise.
+// Without an internal IP of that family, or without an underlay address
+// family both nodes have, there is no route.
+func (p *plan) via(next *member, dst netip.Prefix) {
+	gw := next.internal(dst.Addr()).Addr()
+	remote, ok := underlay(p.m, next)
+	if !gw.IsValid() || !ok {
+		return
+	}
+	self := p.m.internal(dst.Addr())
+	if p.t.encapsulate(p.m, next) {
+		p.add(route.Route{Dst: dst, Gw: gw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), OnLink: true})
+		p.remotes = append(p.remotes, remote)
+		return
+	}
+	dev := p.t.opts.Links.Underlay
+	onLink := dev != "" && !(self.IsValid() && self.Masked().Contains(gw))
+	p.add(route.Route{Dst: dst, Gw: gw, Dev: dev, OnLink: onLink})
+}
+
+// encapsulateHostTraffic sends what local pods address to mate's internal
+// IPs through the tunnel too, by routes in Options.Table and rules
+// selecting the node's pod CIDRs, as the underlay may drop pod sources.
+func (p *plan) encapsulateHostTraffic(mate *member) {
+	remote, ok := underlay(p.m, mate)
+	if !ok || !p.t.encapsulate(p.m, mate) {
+		return
+	}
+	for _, family := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+		self, other := p.m.internal(family), mate.internal(family)
+		if !self.IsValid() || !other.IsValid() {
+			continue
+		}
+		dst := hostPrefix(other.Addr())
+		var added bool
+		for _, pod := range p.m.PodCIDRs {
+			if pod.Addr().Is4() == family.Is4() {
+				p.rules = append(p.rules, route.Rule{Src: pod, Dst: dst, Table: p.t.opts.Table})
+				added = true
+			}
+		}
+		if added {
+			p.add(route.Route{Dst: dst, Gw: other.Addr(), Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), Table: p.t.opts.Table, OnLink: true})
+			p.remotes = append(p.remotes, remote)
+		}
+	}
+}
+
+// underlay returns the internal IP of b that a sends encapsulated packets
+// to: IPv4 when both nodes have one, else IPv6 when both have one.
+func underlay(a, b *member) (netip.Addr, bool) {
+	switch {
+	case a.in4.IsValid() && b.in4.IsValid():
+		return b.in4.Addr(), true
+	case a.in6.IsValid() && b.in6.IsValid():
+		return b.in6.Addr(), true
+	}
+	return netip.Addr{}, false
+}
+
+// encapsulate reports whether traffic from node a to node b of its
+// location goes through the tunnel link: always, never, or, for
+// crosssubnet, when their underlay addresses (see underlay) are in
+// different subnets.
+func (t *Topology) encapsulate(a, b *member) bool {
+	switch t.opts.Encapsulate {
+	case EncapsulateAlways:
+		return true
+	case EncapsulateCrossSubnet:
+		if a.in4.IsValid() && b.in4.IsValid() {
+			return a.in4.Masked() != b.in4.Masked()
+		}
+		if a.in6.IsValid() && b.in6.IsValid() {
+			return a.in6.Masked() != b.in6.Masked()
+		}
+		return true
+	}
+	return false
+}
+
+// finish sorts and deduplicates what plan collected.
+func (p *plan) finish() {
+	slices.SortStableFunc(p.routes, func(a, b route.Route) int {
+		return cmp.Or(a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table))
+	})
+	p.routes = slices.CompactFunc(p.routes, func(a, b route.Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
+	slices.SortFunc(p.rules, func(a, b route.Rule) int {
+		return cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Priority, b.Priority))
+	})
+	p.rules = slices.Compact(p.rules)
+	slices.SortFunc(p.remotes, netip.Addr.Compare)
+	p.remotes = slices.Compact(p.remotes)
+}

@@ -1,0 +1,236 @@
+package topology
+
+import (
+	"bytes"
+	"net/netip"
+	"slices"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/wireguard"
+)
+
+// Addresses returns the addresses of node's WireGuard interface: its
+// segment's WireGuard IP (with the subnet's mask) when it leads the
+// segment, nothing otherwise.
+func (t *Topology) Addresses(node string) []netip.Prefix {
+	s, ok := t.Segment(node)
+	if !ok || !t.IsLeader(node) || !s.WireGuardIP.IsValid() {
+		return nil
+	}
+	return []netip.Prefix{s.WireGuardIP}
+}
+
+// WireGuardConfig returns the desired state of node's WireGuard interface:
+// one peer per segment it reaches through WireGuard and one per accepted
+// Peer, sorted by public key. A node that does not lead its segment
+// (LocationGranularity) has no peers. The error matches ErrUnknownNode or
+// ErrExcluded.
+func (t *Topology) WireGuardConfig(node string, privateKey wgtypes.Key) (wireguard.Config, error) {
+	m, err := t.lookupNode(node)
+	if err != nil {
+		return wireguard.Config{}, err
+	}
+	c := wireguard.Config{PrivateKey: privateKey, ListenPort: int(t.opts.Port)}
+	if !t.IsLeader(node) {
+		return c, nil
+	}
+	own := &t.Segments[t.segOf[m.Name]]
+	keepalive := own.PersistentKeepalive()
+	gateway, relayed := t.relayedPeers(own)
+	for i := range t.Segments {
+		s := &t.Segments[i]
+		if !remote(own, s) {
+			continue
+		}
+		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive()))
+		if i == gateway {
+			for _, p := range relayed {
+				pc.AllowedIPs = append(pc.AllowedIPs, p.AllowedIPs...)
+			}
+			pc.AllowedIPs = normPrefixes(pc.AllowedIPs)
+		}
+		c.Peers = append(c.Peers, pc)
+	}
+	for _, p := range t.Peers {
+		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
+			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive)))
+		}
+	}
+	sortPeers(c.Peers)
+	return c, nil
+}
+
+// NodeConf returns node's WireGuard interface as `kilofed showconf node`
+// prints it: addresses, listen port and peers, without the private key.
+// It is empty for an unknown or excluded node.
+func (t *Topology) NodeConf(node string) wireguard.Interface {
+	c, err := t.WireGuardConfig(node, wgtypes.Key{})
+	if err != nil {
+		return wireguard.Interface{}
+	}
+	return wireguard.Interface{Config: c, Address: t.Addresses(node)}
+}
+
+// AsPeer returns node's segment as a peer of some other WireGuard
+// interface (`showconf node NAME --as-peer`): the leader's key and
+// endpoint, the segment's allowed IPs and keepalive. It is the zero value
+// for an unknown or excluded node.
+func (t *Topology) AsPeer(node string) wireguard.PeerConfig {
+	s, ok := t.Segment(node)
+	if !ok {
+		return wireguard.PeerConfig{}
+	}
+	return segmentPeer(s, s.PersistentKeepalive())
+}
+
+// PeerConf returns the configuration the external peer named peer uses
+// itself (`showconf peer NAME`): its single addresses (/32, /128) as
+// Address, its endpoint port as ListenPort, and one [Peer] per segment with
+// the segment's allowed IPs, the peer's preshared key and the larger of the
+// two keepalives. The ranges of the other Peers and the service CIDRs are
+// routed through one segment, the gateway (the first segment whose leader
+// has a public endpoint, else the first segment), whose leader forwards
+// them: a Peer needs no configuration on the others. So are the ranges of
+// the segments the peer cannot reach directly (see relays). The error
+// matches ErrUnknownPeer or ErrExcluded.
+func (t *Topology) PeerConf(peer string) (wireguard.Interface, error) {
+	i, ok := t.peerIdx[peer]
+	if !ok {
+		if reason, ok := t.excluded[KindPeer+":"+peer]; ok {
+			return wireguard.Interface{}, &nameError{kind: KindPeer, name: peer, reason: reason, err: ErrExcluded}
+		}
+		return wireguard.Interface{}, &nameError{kind: KindPeer, name: peer, err: ErrUnknownPeer}
+	}
+	p := t.Peers[i]
+	var iface wireguard.Interface
+	for _, a := range p.AllowedIPs {
+		if a.IsSingleIP() {
+			iface.Address = append(iface.Address, a)
+		}
+	}
+	if p.Endpoint != nil {
+		iface.ListenPort = int(p.Endpoint.Port)
+	}
+	gateway := t.gatewaySegment()
+	var extra []netip.Prefix // routed through the gateway
+	for j := range t.Segments {
+		s := &t.Segments[j]
+		if t.relays(s, p) {
+			extra = append(extra, s.AllowedIPs...)
+			continue
+		}
+		pc := segmentPeer(s, max(p.PersistentKeepalive, s.PersistentKeepalive()))
+		pc.PresharedKey = copyKey(p.PresharedKey)
+		iface.Peers = append(iface.Peers, pc)
+	}
+	if gateway >= 0 {
+		extra = append(extra, t.opts.ServiceCIDRs...)
+		for _, o := range t.Peers {
+			if o.Name != p.Name {
+				extra = append(extra, o.AllowedIPs...)
+			}
+		}
+		for i := range iface.Peers {
+			if iface.Peers[i].PublicKey == t.Segments[gateway].Key() {
+				iface.Peers[i].AllowedIPs = normPrefixes(append(iface.Peers[i].AllowedIPs, extra...))
+			}
+		}
+	}
+	sortPeers(iface.Peers)
+	return iface, nil
+}
+
+// gatewaySegment returns the index of the segment through which external
+// peers reach other peers and services, or -1 without segments.
+func (t *Topology) gatewaySegment() int {
+	for i := range t.Segments {
+		if t.Segments[i].public {
+			return i
+		}
+	}
+	if len(t.Segments) == 0 {
+		return -1
+	}
+	return 0
+}
+
+// relays reports whether segment s and peer p talk through the gateway
+// segment rather than directly: neither can start the handshake, since s
+// has no public endpoint (it is behind NAT) and p has no endpoint at all
+// (a roaming client), so the gateway's leader forwards between them.
+func (t *Topology) relays(s *Segment, p Peer) bool {
+	g := t.gatewaySegment()
+	return g >= 0 && !s.public && p.Endpoint == nil && t.Segments[g].public && remote(s, &t.Segments[g])
+}
+
+// relayedPeers returns the gateway segment and the peers that segment s
+// reaches through it.
+func (t *Topology) relayedPeers(s *Segment) (int, []Peer) {
+	var out []Peer
+	for _, p := range t.Peers {
+		if t.relays(s, p) {
+			out = append(out, p)
+		}
+	}
+	return t.gatewaySegment(), out
+}
+
+// PreferLearntEndpoint reports whether the agent should keep an endpoint
+// learnt from the WireGuard handshakes of key over the configured one: the
+// key belongs to a segment whose leader has no public endpoint (its
+// configured endpoint is an internal IP that NAT hides) or to a Peer
+// without endpoint (a roaming client).
+func (t *Topology) PreferLearntEndpoint(key wgtypes.Key) bool {
+	for i := range t.Segments {
+		if t.Segments[i].Key() == key {
+			return !t.Segments[i].public
+		}
+	}
+	for _, p := range t.Peers {
+		if p.PublicKey == key {
+			return p.Endpoint == nil
+		}
+	}
+	return false
+}
+
+func segmentPeer(s *Segment, keepalive time.Duration) wireguard.PeerConfig {
+	e := s.Endpoint()
+	return wireguard.PeerConfig{
+		Name:                s.Name,
+		PublicKey:           s.Key(),
+		Endpoint:            netip.AddrPortFrom(e.Addr.Addr(), e.Port),
+		EndpointDNS:         e.DNS,
+		AllowedIPs:          slices.Clone(s.AllowedIPs),
+		PersistentKeepalive: keepalive,
+	}
+}
+
+func peerPeer(p Peer, keepalive time.Duration) wireguard.PeerConfig {
+	pc := wireguard.PeerConfig{
+		Name:                p.Name,
+		PublicKey:           p.PublicKey,
+		PresharedKey:        copyKey(p.PresharedKey),
+		AllowedIPs:          slices.Clone(p.AllowedIPs),
+		PersistentKeepalive: keepalive,
+	}
+	if p.Endpoint != nil {
+		pc.Endpoint = netip.AddrPortFrom(p.Endpoint.Addr.Addr(), p.Endpoint.Port)
+		pc.EndpointDNS = p.Endpoint.DNS
+	}
+	return pc
+}
+
+func sortPeers(ps []wireguard.PeerConfig) {
+	slices.SortFunc(ps, func(a, b wireguard.PeerConfig) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
+}
+
+func copyKey(k *wgtypes.Key) *wgtypes.Key {
+	if k == nil {
+		return nil
+	}
+	c := *k
+	return &c
+}
