@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/firewall"
+	"github.com/kilofed/kilofed/mesh/route"
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/wireguard"
+)
+
+// Backend is what the agent needs from the cluster: a snapshot of the mesh
+// inputs, a signal when they change, and a place to publish this node.
+type Backend interface {
+	// Snapshot returns the nodes and peers, and the objects that could not
+	// be read (each error names the object and what is wrong).
+	Snapshot() (nodes []topology.Node, peers []topology.Peer, problems []error)
+	// Changes signals that Snapshot may have changed.
+	Changes() <-chan struct{}
+	// Publish writes what this node tells the others (its public key,
+	// WireGuard IP, endpoint), only when it differs.
+	Publish(ctx context.Context, node string, p Publication) error
+}
+
+// Publication is what an agent announces about its own node.
+type Publication struct {
+	// Key is the node's WireGuard public key.
+	Key wgtypes.Key
+	// WireGuardIP is the address the node wears on the WireGuard link,
+	// invalid when it wears none.
+	WireGuardIP netip.Prefix
+	// Endpoint is the host:port other locations should use, empty to keep
+	// what the Node's addresses say.
+	Endpoint string
+}
+
+// Encapsulator keeps the tunnel inside a location pointed at its remotes.
+type Encapsulator interface {
+	// Set makes the tunnel reach exactly remotes.
+	Set(ctx context.Context, remotes []netip.Addr) error
+}
+
+// Links gives the WireGuard link its addresses and brings it up.
+type Links interface {
+	// SetAddresses makes name carry exactly addrs.
+	SetAddresses(name string, addrs []netip.Prefix) error
+	// SetUp brings name up.
+	SetUp(name string) error
+}
+
+// Config configures an Agent.
+type Config struct {
+	// Hostname is this node's name.
+	Hostname string
+	// Backend reads the cluster and publishes this node.
+	Backend Backend
+	// Topology are the options every agent computes the mesh with.
+	Topology topology.Options
+	// PrivateKey is this node's WireGuard private key.
+	PrivateKey wgtypes.Key
+	// ListenPort is the WireGuard UDP port.
+	ListenPort int
+	// Endpoint, when set, is published as this node's endpoint (host:port).
+	Endpoint string
+	// Device is the WireGuard interface named Topology.Links.WireGuard.
+	Device wireguard.Device
+	// Links sets the WireGuard link's addresses and state.
+	Links Links
+	// Router applies routes and rules.
+	Router route.Router
+	// Firewall applies forward and NAT rules; nil leaves the firewall alone.
+	Firewall firewall.Firewall
+	// Encap keeps the in-location tunnel; nil when encapsulation is off.
+	Encap Encapsulator
+	// ResyncPeriod re-applies everything even without changes (repairs
+	// routes or rules deleted by hand); zero means 30 s.
+	ResyncPeriod time.Duration
+	// Metrics receives the agent's metrics; nil disables them.
+	Metrics *Metrics
+	// Logger receives the agent's logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Agent is the kg reconcile loop of one node.
+type Agent struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	topo     *topology.Topology
+	lastErr  error
+	lastOK   time.Time
+	leaders  map[string]string
+	problems string
+}
+
+// New checks cfg and returns an Agent.
+func New(cfg Config) (*Agent, error) {
+	var missing []string
+	if cfg.Hostname == "" {
+		missing = append(missing, "Hostname")
+	}
+	if cfg.Backend == nil {
+		missing = append(missing, "Backend")
+	}
+	if cfg.Device == nil {
+		missing = append(missing, "Device")
+	}
+	if cfg.Links == nil {
+		missing = append(missing, "Links")
+	}
+	if cfg.Router == nil {
+		missing = append(missing, "Router")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("agent: missing %v", missing)
+	}
+	if cfg.Topology.Links.WireGuard == "" {
+		cfg.Topology.Links.WireGuard = topology.DefaultWireGuardLink
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{cfg: cfg, log: log, leaders: map[string]string{}}, nil
+}
+
+// Run reconciles on every change and every resync period until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	tick := time.NewTicker(a.cfg.ResyncPeriod)
+	defer tick.Stop()
+	for {
+		if err := a.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("reconcile failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.cfg.Backend.Changes():
+		case <-tick.C:
+		}
+	}
+}
+
+// Topology returns the topology of the last reconciliation, nil before it.
+func (a *Agent) Topology() *topology.Topology {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.topo
+}
+
+// Healthy returns nil when the last reconciliation succeeded.
+func (a *Agent) Healthy() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastOK.IsZero() && a.lastErr == nil {
+		return errors.New("not reconciled yet")
+	}
+	return a.lastErr
+}

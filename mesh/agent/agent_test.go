@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/route"
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/wireguard"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+type fakeBackend struct {
+	nodes     []topology.Node
+	peers     []topology.Peer
+	bad       []error
+	published map[string]Publication
+	changes   chan struct{}
+}
+
+func (b *fakeBackend) Snapshot() ([]topology.Node, []topology.Peer, []error) {
+	return b.nodes, b.peers, b.bad
+}
+func (b *fakeBackend) Changes() <-chan struct{} { return b.changes }
+func (b *fakeBackend) Publish(_ context.Context, node string, p Publication) error {
+	b.published[node] = p
+	return nil
+}
+
+type fakeLinks struct{ addrs map[string][]netip.Prefix }
+
+func (l *fakeLinks) SetAddresses(name string, addrs []netip.Prefix) error {
+	l.addrs[name] = addrs
+	return nil
+}
+func (l *fakeLinks) SetUp(string) error { return nil }
+
+func key(t *testing.T, seed byte) wgtypes.Key {
+	t.Helper()
+	var k wgtypes.Key
+	for i := range k {
+		k[i] = seed + byte(i)
+	}
+	return k
+}
+
+// seedNodes are the Chinese seed's two nodes, each with a second node in
+// its location, all ready.
+func seedNodes(t *testing.T) []topology.Node {
+	mk := func(name, loc, internal, external, pods string, seed byte) topology.Node {
+		n := topology.Node{
+			Name: name, Location: loc, Ready: true,
+			Key:        key(t, seed).PublicKey(),
+			InternalIP: netip.MustParsePrefix(internal),
+			PodCIDRs:   []netip.Prefix{netip.MustParsePrefix(pods)},
+		}
+		if external != "" {
+			n.ExternalIP = netip.MustParseAddr(external)
+		}
+		return n
+	}
+	return []topology.Node{
+		mk("node-beijing", "cn-beijing", "10.0.1.10/24", "203.0.113.10", "10.42.0.0/24", 1),
+		mk("node-beijing-2", "cn-beijing", "10.0.1.11/24", "", "10.42.2.0/24", 2),
+		mk("node-shanghai", "cn-shanghai", "10.0.2.20/24", "198.51.100.20", "10.42.1.0/24", 3),
+	}
+}
+
+type rig struct {
+	agent   *Agent
+	backend *fakeBackend
+	device  *wireguard.Fake
+	router  *route.Fake
+	links   *fakeLinks
+	reg     *prometheus.Registry
+}
+
+func newRig(t *testing.T, host string, seed byte) *rig {
+	t.Helper()
+	r := &rig{
+		backend: &fakeBackend{nodes: seedNodes(t), published: map[string]Publication{}, changes: make(chan struct{})},
+		device:  wireguard.NewFake("kilo0", func() time.Time { return time.Unix(1e9, 0) }),
+		router:  &route.Fake{},
+		links:   &fakeLinks{addrs: map[string][]netip.Prefix{}},
+		reg:     prometheus.NewRegistry(),
+	}
+	a, err := New(Config{
+		Hostname: host, Backend: r.backend, PrivateKey: key(t, seed), ListenPort: 51820,
+		Topology: topology.Options{Subnet: netip.MustParsePrefix("10.5.0.0/16"),
+			Links: topology.Links{WireGuard: "kilo0", Underlay: "eth0"}},
+		Device: r.device, Links: r.links, Router: r.router, Metrics: NewMetrics(r.reg),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.agent = a
+	return r
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestReconcileAppliesLeaderShareAndIsIdempotent(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	ctx := context.Background()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := r.device.Record() + "---\n" + r.router.Record()
+	golden(t, "leader-beijing", first)
+	if got := r.links.addrs["kilo0"]; len(got) != 1 || !netip.MustParsePrefix("10.5.0.0/16").Contains(got[0].Addr()) {
+		t.Errorf("leader addresses = %v, want one address in 10.5.0.0/16", got)
+	}
+	if p := r.backend.published["node-beijing"]; p.Key != key(t, 1).PublicKey() || !p.WireGuardIP.IsValid() {
+		t.Errorf("published %+v, want the public key and a WireGuard IP", p)
+	}
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := r.device.Record() + "---\n" + r.router.Record(); !strings.HasPrefix(again, r.device.Record()) {
+		t.Fatalf("record shrank")
+	}
+	dev1 := r.device.Record()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.device.Record() != dev1 {
+		t.Errorf("a third identical reconcile changed the device:\n%s", strings.TrimPrefix(r.device.Record(), dev1))
+	}
+	if got := testutil.ToFloat64(r.agent.cfg.Metrics.leader.WithLabelValues("cn-beijing")); got != 1 {
+		t.Errorf("kilo_leader = %v, want 1", got)
+	}
+}
+
+func TestReconcileNonLeaderRoutesThroughLeader(t *testing.T) {
+	r := newRig(t, "node-beijing-2", 2)
+	if err := r.agent.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	routes, _ := r.router.State()
+	var viaLeader bool
+	for _, rt := range routes {
+		if rt.Dst == netip.MustParsePrefix("10.42.1.0/24") {
+			viaLeader = rt.Gw == netip.MustParseAddr("10.0.1.10") && rt.Dev == "eth0"
+		}
+	}
+	if !viaLeader {
+		t.Errorf("no route to shanghai's pods via the beijing leader 10.0.1.10:\n%s", r.router.Record())
+	}
+	if got := r.links.addrs["kilo0"]; len(got) != 0 {
+		t.Errorf("non-leader wears %v on kilo0, want nothing", got)
+	}
+	if st, _ := r.device.Show(context.Background()); len(st.Peers) != 0 {
+		t.Errorf("non-leader has %d WireGuard peers, want 0", len(st.Peers))
+	}
+}
+
+func TestLeaderChangeIsCountedWhenLeaderDies(t *testing.T) {
+	r := newRig(t, "node-beijing-2", 2)
+	ctx := context.Background()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.backend.nodes[0].Ready = false // node-beijing's lease expired
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !r.agent.Topology().IsLeader("node-beijing-2") {
+		t.Fatalf("node-beijing-2 did not take over")
+	}
+	if got := testutil.ToFloat64(r.agent.cfg.Metrics.leaderChanges); got != 1 {
+		t.Errorf("kilo_leader_changes_total = %v, want 1", got)
+	}
+	if len(r.links.addrs["kilo0"]) != 1 {
+		t.Errorf("new leader wears %v, want the segment's WireGuard IP", r.links.addrs["kilo0"])
+	}
+}
+
+func TestBadObjectsAreReportedAndMeshKeepsWorking(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	r.backend.nodes = append(r.backend.nodes, topology.Node{Name: "node-nokey", Location: "cn-beijing", InternalIP: netip.MustParsePrefix("10.0.1.99/24")})
+	r.backend.bad = []error{errors.New(`node "broken": annotation kilo.squat.ai/key: not a WireGuard key`)}
+	if err := r.agent.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r.device.Show(context.Background()); len(st.Peers) != 1 {
+		t.Errorf("leader has %d peers, want 1 (shanghai) despite bad objects", len(st.Peers))
+	}
+	if got := testutil.ToFloat64(r.agent.cfg.Metrics.problems.WithLabelValues("object", "excluded")); got != 1 {
+		t.Errorf("object problems = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(r.agent.cfg.Metrics.problems.WithLabelValues("node", "excluded")); got != 1 {
+		t.Errorf("excluded node problems = %v, want 1", got)
+	}
+}
+
+func TestFirewallMasqueradesPodsOnlyOutsideTheMesh(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	if err := r.agent.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rules := FirewallRules(r.agent.Topology(), "node-beijing", 51820)
+	if len(rules.Masquerade) != 1 || rules.Masquerade[0].Src != netip.MustParsePrefix("10.42.0.0/24") {
+		t.Fatalf("masquerade = %+v, want the node's pod CIDR", rules.Masquerade)
+	}
+	except := rules.Masquerade[0].Except
+	for _, want := range []string{"10.42.1.0/24", "10.5.0.0/16"} {
+		found := false
+		for _, e := range except {
+			found = found || e == netip.MustParsePrefix(want)
+		}
+		if !found {
+			t.Errorf("masquerade does not exempt mesh range %s: %v", want, except)
+		}
+	}
+	if diff := cmp.Diff([]uint16{51820}, rules.AcceptUDP); diff != "" {
+		t.Errorf("AcceptUDP (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kilo", "key")
+	k1, created, err := LoadOrCreateKey(path)
+	if err != nil || !created {
+		t.Fatalf("first load: created=%v err=%v", created, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
+	}
+	k2, created, err := LoadOrCreateKey(path)
+	if err != nil || created || k1 != k2 {
+		t.Errorf("second load: created=%v err=%v same=%v", created, err, k1 == k2)
+	}
+	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "delete the file") {
+		t.Errorf("garbage key: err = %v, want advice to delete the file", err)
+	}
+}

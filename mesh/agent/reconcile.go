@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/wireguard"
+)
+
+// Reconcile reads the cluster once, computes the topology and applies this
+// node's share of it. Every step runs even when an earlier one failed; the
+// errors are joined. It is safe to call at any time, as often as wanted.
+func (a *Agent) Reconcile(ctx context.Context) error {
+	nodes, peers, bad := a.cfg.Backend.Snapshot()
+	topo, err := topology.New(nodes, peers, a.cfg.Topology)
+	if err != nil {
+		return a.finish(fmt.Errorf("compute topology: %w", err))
+	}
+	a.observe(topo, bad)
+	return a.finish(a.apply(ctx, topo))
+}
+
+func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
+	name := a.cfg.Hostname
+	wg := a.cfg.Topology.Links.WireGuard
+	var errs []error
+	step := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+
+	addrs := topo.Addresses(name)
+	pub := Publication{Key: a.cfg.PrivateKey.PublicKey(), Endpoint: a.cfg.Endpoint}
+	if len(addrs) > 0 {
+		pub.WireGuardIP = addrs[0]
+	}
+	step("publish node", a.cfg.Backend.Publish(ctx, name, pub))
+
+	conf, err := topo.WireGuardConfig(name, a.cfg.PrivateKey)
+	if err != nil {
+		// Not in the mesh yet (no key published until now) or excluded:
+		// keep the interface up with no peers; the problem is logged.
+		if !errors.Is(err, topology.ErrUnknownNode) && !errors.Is(err, topology.ErrExcluded) {
+			step("wireguard config", err)
+		}
+		conf = wireguard.Config{PrivateKey: a.cfg.PrivateKey}
+	}
+	conf.ListenPort = a.cfg.ListenPort
+	step("configure "+wg, a.cfg.Device.Set(ctx, conf))
+	step("address "+wg, a.cfg.Links.SetAddresses(wg, addrs))
+	step("bring up "+wg, a.cfg.Links.SetUp(wg))
+
+	if a.cfg.Encap != nil {
+		step("encapsulation", a.cfg.Encap.Set(ctx, topo.TunnelRemotes(name)))
+	}
+	routes, rules := topo.Routes(name)
+	step("routes", a.cfg.Router.Set(ctx, routes, rules))
+	if a.cfg.Firewall != nil {
+		step("firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.cfg.ListenPort)))
+	}
+	if a.cfg.Metrics != nil {
+		a.cfg.Metrics.peers.Set(float64(len(conf.Peers)))
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Agent) finish(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lastErr = err
+	if m := a.cfg.Metrics; m != nil {
+		m.reconciles.Inc()
+		if err != nil {
+			m.reconcileErrors.Inc()
+		} else {
+			m.lastReconcileSec.Set(float64(time.Now().Unix()))
+		}
+	}
+	if err == nil {
+		a.lastOK = time.Now()
+	}
+	return err
+}
+
+// observe records the topology, logs problems and leader changes once each,
+// and updates the gauges.
+func (a *Agent) observe(topo *topology.Topology, bad []error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.topo = topo
+
+	var lines []string
+	for _, p := range topo.Problems {
+		lines = append(lines, p.String())
+	}
+	for _, err := range bad {
+		lines = append(lines, err.Error())
+	}
+	slices.Sort(lines)
+	if joined := strings.Join(lines, "\n"); joined != a.problems {
+		a.problems = joined
+		for _, p := range topo.Problems {
+			a.log.Warn("mesh problem", "kind", p.Kind, "name", p.Name, "severity", p.Severity.String(), "code", p.Code, "reason", p.Reason)
+		}
+		for _, err := range bad {
+			a.log.Warn("object ignored", "err", err)
+		}
+	}
+
+	leaders := map[string]string{}
+	nodes := 0
+	for i := range topo.Segments {
+		s := &topo.Segments[i]
+		nodes += len(s.Nodes)
+		leader := s.LeaderNode().Name
+		leaders[s.Name] = leader
+		if old, ok := a.leaders[s.Name]; ok && old != leader {
+			a.log.Info("leader changed", "segment", s.Name, "from", old, "to", leader)
+			if a.cfg.Metrics != nil {
+				a.cfg.Metrics.leaderChanges.Inc()
+			}
+		}
+	}
+	a.leaders = leaders
+
+	m := a.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.nodes.Set(float64(nodes))
+	m.leader.Reset()
+	if s, ok := topo.Segment(a.cfg.Hostname); ok {
+		v := 0.0
+		if topo.IsLeader(a.cfg.Hostname) {
+			v = 1
+		}
+		m.leader.WithLabelValues(s.Location).Set(v)
+	}
+	m.problems.Reset()
+	for _, p := range topo.Problems {
+		m.problems.WithLabelValues(p.Kind, p.Severity.String()).Inc()
+	}
+	if len(bad) > 0 {
+		m.problems.WithLabelValues("object", "excluded").Add(float64(len(bad)))
+	}
+}
+
+// meshRanges lists every range that belongs to the mesh: segments, peers,
+// the WireGuard subnet and the cluster's service ranges.
+func meshRanges(topo *topology.Topology) []netip.Prefix {
+	opts := topo.Options()
+	var out []netip.Prefix
+	for i := range topo.Segments {
+		out = append(out, topo.Segments[i].AllowedIPs...)
+	}
+	for _, p := range topo.Peers {
+		out = append(out, p.AllowedIPs...)
+	}
+	if opts.Subnet.IsValid() {
+		out = append(out, opts.Subnet)
+	}
+	out = append(out, opts.ServiceCIDRs...)
+	slices.SortFunc(out, func(x, y netip.Prefix) int {
+		if c := x.Addr().Compare(y.Addr()); c != 0 {
+			return c
+		}
+		return x.Bits() - y.Bits()
+	})
+	return slices.Compact(out)
+}
