@@ -30,3 +30,11 @@ func RunInNetNS(path string, f func() error) error {
 	}
 	return errors.ErrUnsupported
 }
+
+// ByAddress is only implemented on Linux.
+func ByAddress(addr netip.Addr) (string, netip.Prefix, error) {
+	return "", netip.Prefix{}, errors.ErrUnsupported
+}
+
+// OperUp is only implemented on Linux.
+func OperUp(name string) (bool, error) { return false, errors.ErrUnsupported }
