@@ -20,6 +20,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
 
+// netipCmp lets go-cmp compare net/netip values.
+var netipCmp = cmp.Options{
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b }),
+}
+
 // testKey returns a fixed public key derived from name.
 func testKey(name string) wgtypes.Key {
 	return wgtypes.Key(sha256.Sum256([]byte("key:" + name)))

@@ -24,9 +24,9 @@ func unmapAddr(a netip.Addr) netip.Addr {
 }
 
 // normPrefixes returns ps masked, unmapped, without invalid entries, sorted
-// and without duplicates.
+// and without duplicates; nil when nothing is left.
 func normPrefixes(ps []netip.Prefix) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(ps))
+	var out []netip.Prefix
 	for _, p := range ps {
 		p = unmapPrefix(p)
 		if !p.IsValid() {

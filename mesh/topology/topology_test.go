@@ -89,15 +89,10 @@ func TestNewDoesNotModifyInput(t *testing.T) {
 	}
 	top.Peers[0].AllowedIPs[0] = pfx("0.0.0.0/0")
 	top.Peers[0].Endpoint.Port = 1
-	opts := []cmp.Option{
-		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
-		cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
-		cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b }),
-	}
-	if diff := cmp.Diff(wantNodes, nodes, opts...); diff != "" {
+	if diff := cmp.Diff(wantNodes, nodes, netipCmp); diff != "" {
 		t.Errorf("nodes changed (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(wantPeers, peers, opts...); diff != "" {
+	if diff := cmp.Diff(wantPeers, peers, netipCmp); diff != "" {
 		t.Errorf("peers changed (-before +after):\n%s", diff)
 	}
 }

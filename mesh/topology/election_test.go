@@ -1,0 +1,132 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLeaderElection(t *testing.T) {
+	ready := func(r bool) func(*Node) { return func(n *Node) { n.Ready = r } }
+	lead := func(n *Node) { n.Leader = true }
+	forced := func(n *Node) { n.Endpoint = &Endpoint{DNS: "gw.example.com", Port: 51820} }
+	forcedIP := func(n *Node) { n.Endpoint = &Endpoint{Addr: addrPort("198.51.100.99:51820")} }
+	internalEndpoint := func(n *Node) { n.Endpoint = &Endpoint{Addr: addrPort("10.0.0.3:51820")} }
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  string
+	}{{
+		name:  "by name when nothing else differs",
+		nodes: []Node{node("b", "l", "10.0.0.2/24", ""), node("a", "l", "10.0.0.1/24", "")},
+		want:  "a",
+	}, {
+		name:  "a public external IP wins over the name",
+		nodes: []Node{node("a", "l", "10.0.0.1/24", ""), node("b", "l", "10.0.0.2/24", "198.51.100.2")},
+		want:  "b",
+	}, {
+		name:  "a DNS force-endpoint counts as public",
+		nodes: []Node{node("a", "l", "10.0.0.1/24", ""), with(node("b", "l", "10.0.0.2/24", ""), forced)},
+		want:  "b",
+	}, {
+		name:  "a forced IP endpoint counts as public",
+		nodes: []Node{node("a", "l", "10.0.0.1/24", ""), with(node("b", "l", "10.0.0.2/24", ""), forcedIP)},
+		want:  "b",
+	}, {
+		name: "an endpoint that is the internal IP is not public",
+		nodes: []Node{node("a", "l", "10.0.0.1/24", ""),
+			with(node("c", "l", "10.0.0.3/24", ""), internalEndpoint)},
+		want: "a",
+	}, {
+		name: "the leader annotation wins over a public IP",
+		nodes: []Node{node("a", "l", "10.0.0.1/24", "198.51.100.1"),
+			with(node("b", "l", "10.0.0.2/24", ""), lead)},
+		want: "b",
+	}, {
+		name: "among annotated nodes a public one wins",
+		nodes: []Node{with(node("a", "l", "10.0.0.1/24", ""), lead),
+			with(node("b", "l", "10.0.0.2/24", "198.51.100.2"), lead)},
+		want: "b",
+	}, {
+		name: "a dead annotated public node never leads",
+		nodes: []Node{with(with(node("a", "l", "10.0.0.1/24", "198.51.100.1"), lead), ready(false)),
+			node("b", "l", "10.0.0.2/24", "")},
+		want: "b",
+	}, {
+		name: "the next node leads when the leader dies",
+		nodes: []Node{with(node("a", "l", "10.0.0.1/24", "198.51.100.1"), ready(false)),
+			node("b", "l", "10.0.0.2/24", ""), node("c", "l", "10.0.0.3/24", "198.51.100.3")},
+		want: "c",
+	}, {
+		name: "no node ready: the same order over all nodes",
+		nodes: []Node{with(node("a", "l", "10.0.0.1/24", ""), ready(false)),
+			with(node("b", "l", "10.0.0.2/24", "198.51.100.2"), ready(false))},
+		want: "b",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			top := mustNew(t, tc.nodes, nil, Options{})
+			got, ok := top.Leader("l")
+			if !ok {
+				t.Fatal("Leader(l) found no leader")
+			}
+			if diff := cmp.Diff(tc.want, got.Name); diff != "" {
+				t.Errorf("leader (-want +got):\n%s", diff)
+			}
+			if !top.IsLeader(tc.want) {
+				t.Errorf("IsLeader(%q) = false", tc.want)
+			}
+			for _, n := range tc.nodes {
+				if n.Name != tc.want && top.IsLeader(n.Name) {
+					t.Errorf("IsLeader(%q) = true, want only %q", n.Name, tc.want)
+				}
+			}
+			s, _ := top.Segment(tc.want)
+			if s.LeaderNode().Name != tc.want || s.Key() != testKey(tc.want) {
+				t.Errorf("segment leader = %q key %v", s.LeaderNode().Name, s.Key())
+			}
+			// Every node stays in the segment, ready or not.
+			if len(s.Nodes) != len(tc.nodes) {
+				t.Errorf("segment has %d nodes, want %d", len(s.Nodes), len(tc.nodes))
+			}
+		})
+	}
+}
+
+// TestLeaderOtherGranularities checks IsLeader and Leader when every node
+// leads its own segment.
+func TestLeaderOtherGranularities(t *testing.T) {
+	for _, g := range []Granularity{FullGranularity, CrossGranularity} {
+		t.Run(string(g), func(t *testing.T) {
+			top := mustNew(t, metaCloud(), nil, Options{Granularity: g})
+			for _, n := range metaCloud() {
+				if !top.IsLeader(n.Name) {
+					t.Errorf("IsLeader(%q) = false, want true", n.Name)
+				}
+				if got := top.Addresses(n.Name); len(got) != 1 {
+					t.Errorf("Addresses(%q) = %v, want one WireGuard IP", n.Name, got)
+				}
+			}
+			for loc, want := range map[string]string{"scaleway-paris": "scw-2", "aws-euwest3": "aws-1", "lyon-dc": "dc-1"} {
+				if got, ok := top.Leader(loc); !ok || got.Name != want {
+					t.Errorf("Leader(%q) = %q, %t; want %q", loc, got.Name, ok, want)
+				}
+			}
+			if len(top.Segments) != len(metaCloud()) {
+				t.Errorf("%d segments, want one per node", len(top.Segments))
+			}
+		})
+	}
+}
+
+func TestLeaderUnknown(t *testing.T) {
+	top := mustNew(t, seedChina(), nil, Options{})
+	if _, ok := top.Leader("mars"); ok {
+		t.Error("Leader(mars) found a leader")
+	}
+	if top.IsLeader("nobody") {
+		t.Error("IsLeader(nobody) = true")
+	}
+	if _, ok := top.Segment("nobody"); ok {
+		t.Error("Segment(nobody) found a segment")
+	}
+}
