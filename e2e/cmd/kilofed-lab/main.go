@@ -1,0 +1,88 @@
+// Command kilofed-lab runs the kilofed lab: real Kubernetes clusters and a
+// real network on one Linux machine (see package
+// github.com/kilofed/kilofed/e2e/lab).
+//
+//	kilofed-lab demo             one cluster, two locations (the seed's cn-beijing and
+//	                             cn-shanghai) of two nodes, an HTTP echo Deployment and
+//	                             Service answered through its ClusterIP; then teardown
+//	kilofed-lab up [-clusters N] start a lab and keep it until Ctrl-C, printing the
+//	                             kubeconfig paths
+//	kilofed-lab clean            remove the leftovers of crashed runs (kfl-* namespaces,
+//	                             links, processes, temp dirs); refuses while a lab runs
+//	kilofed-lab workload ...     the pod workloads (HTTP/UDP echo, sleep, get, udp-send)
+//	                             that the kubelet stand-in runs in pod namespaces
+//
+// It needs root; the control-plane binaries come from $KILOFED_LAB_BINS or
+// `make lab-bins`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kilofed/kilofed/e2e/lab"
+	"github.com/kilofed/kilofed/e2e/workload"
+)
+
+const usage = `usage: kilofed-lab <command>
+  demo             start the demo lab, show an HTTP echo Service answered through its ClusterIP, tear down
+  up [-clusters N] [-kube-proxy=false] [-pod-routes=false]
+                   start a lab and keep it until Ctrl-C
+  clean            remove the leftovers of crashed lab runs
+  workload ...     run a pod workload (used by the lab's kubelet stand-in)`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if os.Args[1] == "workload" {
+		if err := workload.Main(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kilofed-lab workload:", err)
+			if errors.Is(err, workload.ErrUsage) {
+				os.Exit(2)
+			}
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var err error
+	switch os.Args[1] {
+	case "demo":
+		err = demo(ctx, logger)
+	case "up":
+		err = up(ctx, logger, os.Args[2:])
+	case "clean":
+		err = lab.Sweep(ctx)
+		if err == nil {
+			fmt.Println("kilofed-lab: no lab leftovers remain")
+		}
+	case "help", "-h", "--help":
+		fmt.Println(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "kilofed-lab: unknown command %q\n%s\n", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kilofed-lab:", err)
+		os.Exit(1)
+	}
+}
+
+// labOptions are the options every command starts its lab with: its own
+// executable runs the pod workloads.
+func labOptions(logger *slog.Logger) []lab.Option {
+	opts := []lab.Option{lab.WithLogger(logger)}
+	if exe, err := os.Executable(); err == nil {
+		opts = append(opts, lab.WithLabBinary(exe))
+	}
+	return opts
+}

@@ -1,0 +1,238 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Ready-wait bounds. The machine may be busy (two cores shared with builds),
+// so they are generous; a healthy API server answers /readyz in about 5 s.
+const (
+	etcdReadyTimeout      = 60 * time.Second
+	apiServerReadyTimeout = 180 * time.Second
+	kcmReadyTimeout       = 120 * time.Second
+)
+
+// startControlPlane writes the cluster's PKI and kubeconfigs and starts its
+// etcd, kube-apiserver and kube-controller-manager, each waited for.
+func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
+	dir := filepath.Join(l.Dir, c.Name)
+	first, err := firstAddr(c.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	pki, err := newClusterPKI(filepath.Join(dir, "pki"), c.Name, serverIdentity{
+		IPs:    []netip.Addr{c.APIServerIP, first, netip.MustParseAddr("127.0.0.1")},
+		Domain: c.ClusterDomain,
+	})
+	if err != nil {
+		return err
+	}
+	c.pki = pki
+	admin, err := pki.issueClient("kubernetes-admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.Name, c.APIServer, pki.caPEM, "kubernetes-admin", admin); err != nil {
+		return err
+	}
+	c.restConfig = restConfigFor(c.APIServer, pki.caPEM, admin)
+	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return fmt.Errorf("client for %s: %w", c.Name, err)
+	}
+	kcmKubeconfig := filepath.Join(dir, "kube-controller-manager.kubeconfig")
+	if err := c.writeIdentity(kcmKubeconfig, "system:kube-controller-manager"); err != nil {
+		return err
+	}
+	if err := c.writeIdentity(filepath.Join(dir, "kube-proxy.kubeconfig"), "system:kube-proxy"); err != nil {
+		return err
+	}
+
+	etcdPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	etcd, err := l.startProcess(procSpec{name: c.Name + "-etcd", argv: []string{
+		filepath.Join(l.bins, "etcd"),
+		"--name=default",
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + c.etcdURL,
+		"--advertise-client-urls=" + c.etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		"--initial-cluster-state=new",
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}})
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, etcd, etcdReadyTimeout, c.etcdURL+"/health", nil, `"health":"true"`); err != nil {
+		return fmt.Errorf("etcd of %s: %w", c.Name, err)
+	}
+
+	apiserver, err := l.startProcess(procSpec{name: c.Name + "-kube-apiserver", argv: []string{
+		filepath.Join(l.bins, "kube-apiserver"),
+		"--bind-address=" + c.APIServerIP.String(),
+		"--advertise-address=" + c.APIServerIP.String(),
+		"--secure-port=" + strconv.Itoa(APIServerPort),
+		"--etcd-servers=" + c.etcdURL,
+		"--tls-cert-file=" + pki.serverCert,
+		"--tls-private-key-file=" + pki.serverKy,
+		"--client-ca-file=" + pki.caCert,
+		"--service-account-issuer=https://kubernetes.default.svc." + c.ClusterDomain,
+		"--service-account-key-file=" + pki.saPub,
+		"--service-account-signing-key-file=" + pki.saKey,
+		"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+		"--kubelet-client-certificate=" + pki.kubeletCert,
+		"--kubelet-client-key=" + pki.kubeletKy,
+		"--enable-priority-and-fairness=false",
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
+		"--profiling=false",
+	}})
+	if err != nil {
+		return err
+	}
+	if err := c.waitAPIServer(ctx, apiserver); err != nil {
+		return err
+	}
+
+	kcmPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	kcmArgs := []string{
+		filepath.Join(l.bins, "kube-controller-manager"),
+		"--kubeconfig=" + kcmKubeconfig,
+		"--authentication-kubeconfig=" + kcmKubeconfig,
+		"--authorization-kubeconfig=" + kcmKubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + filepath.Join(dir, "kcm"),
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + pki.saKey,
+		"--root-ca-file=" + pki.caCert,
+		"--cluster-signing-cert-file=" + pki.caCert,
+		"--cluster-signing-key-file=" + pki.caKeyF,
+		"--cluster-name=" + c.Name,
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr=" + c.PodCIDR.String(),
+		"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
+		"--node-cidr-mask-size=" + strconv.Itoa(c.spec.NodeCIDRMaskSize),
+		"--profiling=false",
+	}
+	kcm, err := l.startProcess(procSpec{name: c.Name + "-kube-controller-manager", argv: kcmArgs})
+	if err != nil {
+		return err
+	}
+	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // local self-signed health endpoint
+	kcmHealth := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(kcmPort)) + "/healthz"
+	if err := waitHTTP(ctx, kcm, kcmReadyTimeout, kcmHealth, insecure, "ok"); err != nil {
+		return fmt.Errorf("kube-controller-manager of %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// writeIdentity writes a kubeconfig for a client certificate of user.
+func (c *Cluster) writeIdentity(path, user string, groups ...string) error {
+	cc, err := c.pki.issueClient(user, groups...)
+	if err != nil {
+		return err
+	}
+	return writeKubeconfig(path, c.Name, c.APIServer, c.pki.caPEM, user, cc)
+}
+
+// waitAPIServer polls /readyz until it answers ok.
+func (c *Cluster) waitAPIServer(ctx context.Context, p *Process) error {
+	ctx, cancel := context.WithTimeout(ctx, apiServerReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			return nil
+		}
+		last = err
+		select {
+		case <-p.Done():
+			return fmt.Errorf("kube-apiserver of %s exited: %v%s", c.Name, p.Err(), p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("kube-apiserver of %s not ready after %s (%v): %w%s", c.Name, apiServerReadyTimeout, last, ctx.Err(), p.logTail())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitHTTP polls url until its body contains want, the process exits, or
+// the timeout passes.
+func waitHTTP(ctx context.Context, p *Process, timeout time.Duration, url string, tlsCfg *tls.Config, want string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg, Proxy: nil}}
+	defer client.CloseIdleConnections()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), want) {
+				return nil
+			}
+			err = fmt.Errorf("status %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		}
+		last = err
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s exited: %v%s", p.Name, p.Err(), p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s (%v): %w%s", p.Name, timeout, last, ctx.Err(), p.logTail())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// firstAddr returns the first host address of a prefix (the kubernetes
+// Service's ClusterIP for a service CIDR).
+func firstAddr(p netip.Prefix) (netip.Addr, error) {
+	a := p.Masked().Addr().Next()
+	if !p.Contains(a) {
+		return netip.Addr{}, fmt.Errorf("prefix %s has no host address", p)
+	}
+	return a, nil
+}

@@ -1,0 +1,171 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+)
+
+var (
+	runIDRe    = regexp.MustCompile(`^[a-z0-9]{1,6}$`)
+	dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	// hostNet is this machine's own network: never used in the lab.
+	hostNet = netip.MustParsePrefix("192.0.2.0/24")
+)
+
+// maxNodesPerCluster bounds the management addresses 100.x.c.(10+n).
+const maxNodesPerCluster = 240
+
+// validate checks a spec that went through withDefaults. Every error wraps
+// ErrInvalidSpec and says which field is wrong.
+func (s Spec) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSpec}, a...)...))
+	}
+	if !runIDRe.MatchString(s.Name) {
+		bad("Spec.Name %q must be 1 to 6 characters of [a-z0-9]", s.Name)
+	}
+	if len(s.Clusters) == 0 {
+		bad("no clusters: give at least one ClusterSpec")
+	}
+	if len(s.Clusters) > 200 {
+		bad("%d clusters: at most 200", len(s.Clusters))
+	}
+	type owned struct {
+		p     netip.Prefix
+		owner string
+	}
+	var global []owned // prefixes that must not overlap lab-wide
+	claim := func(p netip.Prefix, owner string) {
+		if !p.Addr().Is4() {
+			bad("%s %s: the lab supports IPv4 only", owner, p)
+			return
+		}
+		for _, reserved := range []owned{{MgmtRange, "the management range"}, {hostNet, "this machine's network"},
+			{PublicRangeA, "the public range"}, {PublicRangeB, "the public range"}} {
+			if p.Overlaps(reserved.p) {
+				bad("%s %s overlaps %s %s", owner, p, reserved.owner, reserved.p)
+				return
+			}
+		}
+		for _, o := range global {
+			if p.Overlaps(o.p) {
+				bad("%s %s overlaps %s %s", owner, p, o.owner, o.p)
+				return
+			}
+		}
+		global = append(global, owned{p, owner})
+	}
+	netnsNames := map[string]string{}
+	claimNetns := func(name, owner string) {
+		if other, ok := netnsNames[name]; ok {
+			bad("%s and %s would share the namespace name %s: rename one", owner, other, name)
+		}
+		netnsNames[name] = owner
+	}
+	clusterNames := map[string]bool{}
+	publics := map[netip.Addr]string{WANHostIP: "the WAN host"}
+	claimPublic := func(a netip.Addr, owner string) {
+		if !PublicRangeA.Contains(a) && !PublicRangeB.Contains(a) {
+			bad("%s public address %s is outside %s and %s", owner, a, PublicRangeA, PublicRangeB)
+			return
+		}
+		if a == lastAddr(PublicRangeA) || a == lastAddr(PublicRangeB) || a == PublicRangeA.Addr() || a == PublicRangeB.Addr() {
+			bad("%s public address %s is a network or broadcast address", owner, a)
+			return
+		}
+		if other, ok := publics[a]; ok {
+			bad("%s public address %s is already used by %s", owner, a, other)
+			return
+		}
+		publics[a] = owner
+	}
+	for ci, c := range s.Clusters {
+		cname := fmt.Sprintf("cluster %q", c.Name)
+		if !dnsLabelRe.MatchString(c.Name) {
+			bad("cluster %d name %q is not a DNS label", ci+1, c.Name)
+		}
+		if clusterNames[c.Name] {
+			bad("two clusters are named %q", c.Name)
+		}
+		clusterNames[c.Name] = true
+		claim(c.PodCIDR.Masked(), cname+" pod CIDR")
+		claim(c.ServiceCIDR.Masked(), cname+" service CIDR")
+		claim(c.WireGuardSubnet.Masked(), cname+" WireGuard subnet")
+		if c.ServiceCIDR.Bits() < 12 {
+			bad("%s service CIDR %s is larger than /12 (kube-apiserver refuses it)", cname, c.ServiceCIDR)
+		}
+		if !c.ServiceCIDR.Contains(c.ClusterDNS) {
+			bad("%s cluster DNS %s is outside its service CIDR %s", cname, c.ClusterDNS, c.ServiceCIDR)
+		}
+		if c.NodeCIDRMaskSize <= c.PodCIDR.Bits() || c.NodeCIDRMaskSize > 30 {
+			bad("%s NodeCIDRMaskSize %d must be longer than the pod CIDR's /%d and at most 30", cname, c.NodeCIDRMaskSize, c.PodCIDR.Bits())
+		}
+		if len(c.Locations) == 0 {
+			bad("%s has no locations", cname)
+		}
+		locNames := map[string]bool{}
+		nodeNames := map[string]bool{}
+		nodes := 0
+		for _, l := range c.Locations {
+			lname := fmt.Sprintf("location %s/%s", c.Name, l.Name)
+			if !dnsLabelRe.MatchString(l.Name) {
+				bad("%s: name is not a DNS label", lname)
+			}
+			if locNames[l.Name] {
+				bad("%s: two locations have that name", lname)
+			}
+			locNames[l.Name] = true
+			claimNetns(routerNetns(s.Name, c.Name, l.Name), lname)
+			claim(l.LAN.Masked(), lname+" LAN")
+			if l.LAN.Bits() > 29 {
+				bad("%s LAN %s is smaller than /29", lname, l.LAN)
+			}
+			claimPublic(l.PublicIP, lname+" router")
+			if len(l.Nodes) == 0 {
+				bad("%s has no nodes", lname)
+			}
+			lanIPs := map[netip.Addr]bool{routerLANIP(l.LAN): true}
+			for _, n := range l.Nodes {
+				nodes++
+				nname := fmt.Sprintf("node %s/%s", c.Name, n.Name)
+				if !dnsLabelRe.MatchString(n.Name) {
+					bad("%s: name is not a DNS label", nname)
+				}
+				if nodeNames[n.Name] {
+					bad("%s: two nodes of the cluster have that name", nname)
+				}
+				nodeNames[n.Name] = true
+				claimNetns(nodeNetns(s.Name, c.Name, n.Name), nname)
+				switch {
+				case !l.LAN.Contains(n.LANIP) || n.LANIP == l.LAN.Masked().Addr() || n.LANIP == lastAddr(l.LAN):
+					bad("%s LAN IP %s is not a host address of its LAN %s", nname, n.LANIP, l.LAN)
+				case lanIPs[n.LANIP]:
+					bad("%s LAN IP %s is taken (the router has %s)", nname, n.LANIP, routerLANIP(l.LAN))
+				}
+				lanIPs[n.LANIP] = true
+				if l.NAT && n.PublicIP.IsValid() {
+					bad("%s has a public IP but its location is behind NAT: drop NodeSpec.PublicIP or LocationSpec.NAT", nname)
+				}
+				if n.PublicIP.IsValid() {
+					claimPublic(n.PublicIP, nname)
+				}
+			}
+		}
+		if nodes > maxNodesPerCluster {
+			bad("%s has %d nodes: at most %d", cname, nodes, maxNodesPerCluster)
+		}
+		if c.NodeCIDRMaskSize > c.PodCIDR.Bits() && c.NodeCIDRMaskSize-c.PodCIDR.Bits() < 30 &&
+			nodes > 1<<(c.NodeCIDRMaskSize-c.PodCIDR.Bits()) {
+			bad("%s has %d nodes but its pod CIDR %s only holds %d /%d podCIDRs", cname, nodes, c.PodCIDR,
+				1<<(c.NodeCIDRMaskSize-c.PodCIDR.Bits()), c.NodeCIDRMaskSize)
+		}
+	}
+	claimNetns(wanNetns(s.Name), "the WAN")
+	return errors.Join(errs...)
+}
+
+// routerLANIP returns the router's address on a LAN: its first host address.
+func routerLANIP(lan netip.Prefix) netip.Addr { return nthAddr(lan.Masked(), 1) }
