@@ -32,8 +32,8 @@ type clusterPKI struct {
 	caCert string // path
 	caKeyF string // path
 
-	saKey, saPub         string // service-account signing key pair (paths)
-	serverCert, serverKy string // API server serving pair
+	saKey, saPub           string // service-account signing key pair (paths)
+	serverCert, serverKy   string // API server serving pair
 	kubeletCert, kubeletKy string // API server -> kubelet client pair
 }
 
