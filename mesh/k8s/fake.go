@@ -1,0 +1,146 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
+	"github.com/kilofed/kilofed/mesh/topology"
+)
+
+// Fake is an in-memory Backend for tests of the agent and the CLI: the test
+// sets the snapshot with Set and reads back what was written.
+type Fake struct {
+	mu       sync.Mutex
+	nodes    []topology.Node
+	peers    []topology.Peer
+	problems []Problem
+	changes  chan struct{}
+
+	// Published holds the last NodeAnnotations published per node.
+	Published map[string]NodeAnnotations
+	// Heartbeats counts the heartbeats per node; a release resets it.
+	Heartbeats map[string]int
+	// PeerStatus holds the last status written per Peer.
+	PeerStatus map[string]v1alpha1.PeerStatus
+	// NotForwarding holds the nodes marked by SetForwarding(node, false).
+	NotForwarding map[string]bool
+}
+
+var _ Backend = (*Fake)(nil)
+
+// NewFake returns an empty Fake.
+func NewFake() *Fake {
+	return &Fake{
+		changes:       make(chan struct{}, 1),
+		Published:     map[string]NodeAnnotations{},
+		Heartbeats:    map[string]int{},
+		PeerStatus:    map[string]v1alpha1.PeerStatus{},
+		NotForwarding: map[string]bool{},
+	}
+}
+
+// Set replaces the snapshot and signals a change.
+func (f *Fake) Set(nodes []topology.Node, peers []topology.Peer, problems []Problem) {
+	f.mu.Lock()
+	f.nodes, f.peers, f.problems = slices.Clone(nodes), slices.Clone(peers), slices.Clone(problems)
+	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *Fake) signal() {
+	select {
+	case f.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot implements Backend; nodes marked not forwarding are not Ready.
+func (f *Fake) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nodes := slices.Clone(f.nodes)
+	for i := range nodes {
+		nodes[i].Ready = nodes[i].Ready && !f.NotForwarding[nodes[i].Name]
+	}
+	return nodes, slices.Clone(f.peers), slices.Clone(f.problems)
+}
+
+// Changes implements Backend.
+func (f *Fake) Changes() <-chan struct{} { return f.changes }
+
+// PublishNode implements Backend; it fails like Client on a bad Endpoint.
+func (f *Fake) PublishNode(_ context.Context, name string, a NodeAnnotations) error {
+	if _, err := a.Values(); err != nil {
+		return fmt.Errorf("publish node %q: %w", name, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Published[name] = a
+	return nil
+}
+
+// Heartbeat implements Backend.
+func (f *Fake) Heartbeat(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Heartbeats[name]++
+	return nil
+}
+
+// RunHeartbeat implements Backend.
+func (f *Fake) RunHeartbeat(ctx context.Context, name string, every time.Duration) error {
+	t := time.NewTicker(max(every, time.Millisecond))
+	defer t.Stop()
+	for {
+		_ = f.Heartbeat(ctx, name)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// ReleaseHeartbeat implements Backend.
+func (f *Fake) ReleaseHeartbeat(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.Heartbeats, name)
+	return nil
+}
+
+// UpdatePeerStatus implements Backend; the Peer must be in the snapshot.
+func (f *Fake) UpdatePeerStatus(_ context.Context, name string, mutate func(*v1alpha1.Peer)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.ContainsFunc(f.peers, func(p topology.Peer) bool { return p.Name == name }) {
+		return fmt.Errorf("update status of peer %q: %w", name, ErrNotFound)
+	}
+	p := &v1alpha1.Peer{}
+	p.Name = name
+	if st, ok := f.PeerStatus[name]; ok {
+		st.DeepCopyInto(&p.Status)
+	}
+	mutate(p)
+	f.PeerStatus[name] = p.Status
+	return nil
+}
+
+// SetForwarding implements Backend.
+func (f *Fake) SetForwarding(node string, forwarding bool) {
+	f.mu.Lock()
+	changed := f.NotForwarding[node] == forwarding
+	if forwarding {
+		delete(f.NotForwarding, node)
+	} else {
+		f.NotForwarding[node] = true
+	}
+	f.mu.Unlock()
+	if changed {
+		f.signal()
+	}
+}
