@@ -35,6 +35,38 @@ func MAC(ip netip.Addr) net.HardwareAddr {
 	return mac
 }
 
+// Gateway6 returns the IPv6 next hop for routes to a remote node's IPv6
+// pod ranges through the VXLAN link: the link-local address that EUI-64
+// gives MAC(remote). Set keeps a permanent neighbour entry for it, since
+// Linux, unlike ARP, answers neighbour solicitations only for addresses of
+// the receiving link. It works over IPv4 and IPv6 underlays alike.
+func Gateway6(remote netip.Addr) netip.Addr {
+	m := MAC(remote)
+	var b [16]byte
+	b[0], b[1] = 0xfe, 0x80
+	b[8], b[9], b[10] = m[0]^0x02, m[1], m[2]
+	b[11], b[12] = 0xff, 0xfe
+	b[13], b[14], b[15] = m[3], m[4], m[5]
+	return netip.AddrFrom16(b)
+}
+
+// NextHop returns how a route to dst reaches the node whose underlay
+// address is remote through a tunnel of kind k: the gateway and whether the
+// route needs the onlink flag. IPv4 ranges go via the remote's address
+// itself (resolved by ARP through the tunnel); IPv6 ranges through VXLAN go
+// via Gateway6(remote). ok is false when k cannot carry dst to remote (no
+// tunnel, or IPIP with an IPv6 range or remote).
+func (k Kind) NextHop(dst netip.Prefix, remote netip.Addr) (gw netip.Addr, onlink, ok bool) {
+	remote = remote.Unmap()
+	switch {
+	case k == KindVXLAN && dst.Addr().Is6():
+		return Gateway6(remote), false, true
+	case (k == KindVXLAN || k == KindIPIP) && dst.Addr().Is4() && remote.Is4():
+		return remote, true, true
+	}
+	return netip.Addr{}, false, false
+}
+
 // Entries returns the forwarding entries for remotes, sorted: for each
 // remote of local's family other than local, one all-zeros entry and one
 // for its MAC.
@@ -76,4 +108,10 @@ func compareEntries(a, b Entry) int {
 		return c
 	}
 	return slices.Compare(a.MAC[:], b.MAC[:])
+}
+
+// gatewayMAC inverts Gateway6: the MAC whose EUI-64 is gw's interface ID.
+func gatewayMAC(gw netip.Addr) net.HardwareAddr {
+	b := gw.As16()
+	return net.HardwareAddr{b[8] ^ 0x02, b[9], b[10], b[13], b[14], b[15]}
 }

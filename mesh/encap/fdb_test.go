@@ -119,3 +119,53 @@ func TestParseKind(t *testing.T) {
 		})
 	}
 }
+
+func TestGateway6(t *testing.T) {
+	tests := []struct {
+		name   string
+		remote netip.Addr
+		want   netip.Addr
+	}{
+		{name: "IPv4 remote", remote: ip("10.99.1.2"), want: ip("fe80::4b:aff:fe63:102")},
+		{name: "IPv6 remote", remote: ip("fd99:1::2"), want: Gateway6(ip("fd99:1::2"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Gateway6(tt.remote)
+			if got != tt.want || !got.IsLinkLocalUnicast() {
+				t.Errorf("Gateway6(%s) = %s, want link-local %s", tt.remote, got, tt.want)
+			}
+			if m := gatewayMAC(got); m.String() != MAC(tt.remote).String() {
+				t.Errorf("gatewayMAC(%s) = %s, want MAC(remote) %s", got, m, MAC(tt.remote))
+			}
+		})
+	}
+}
+
+func TestNextHop(t *testing.T) {
+	v4, v6 := netip.MustParsePrefix("10.95.2.0/24"), netip.MustParsePrefix("fd95:2::/64")
+	tests := []struct {
+		name       string
+		kind       Kind
+		dst        netip.Prefix
+		remote     netip.Addr
+		gw         netip.Addr
+		onlink, ok bool
+	}{
+		{name: "vxlan IPv4 via remote by ARP", kind: KindVXLAN, dst: v4, remote: ip("10.99.1.2"), gw: ip("10.99.1.2"), onlink: true, ok: true},
+		{name: "vxlan IPv6 over IPv4", kind: KindVXLAN, dst: v6, remote: ip("10.99.1.2"), gw: Gateway6(ip("10.99.1.2")), ok: true},
+		{name: "vxlan IPv6 over IPv6", kind: KindVXLAN, dst: v6, remote: ip("fd99:1::2"), gw: Gateway6(ip("fd99:1::2")), ok: true},
+		{name: "vxlan IPv4 over IPv6 impossible", kind: KindVXLAN, dst: v4, remote: ip("fd99:1::2")},
+		{name: "ipip IPv4", kind: KindIPIP, dst: v4, remote: ip("10.99.1.2"), gw: ip("10.99.1.2"), onlink: true, ok: true},
+		{name: "ipip IPv6 impossible", kind: KindIPIP, dst: v6, remote: ip("10.99.1.2")},
+		{name: "none", kind: KindNone, dst: v4, remote: ip("10.99.1.2")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw, onlink, ok := tt.kind.NextHop(tt.dst, tt.remote)
+			if gw != tt.gw || onlink != tt.onlink || ok != tt.ok {
+				t.Errorf("NextHop = %s, %v, %v; want %s, %v, %v", gw, onlink, ok, tt.gw, tt.onlink, tt.ok)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,6 +67,46 @@ func (v *vxlan) Set(ctx context.Context, remotes []netip.Addr) error {
 			continue
 		}
 		v.log.Info("VXLAN forwarding entry deleted", "mac", net.HardwareAddr(e.MAC[:]).String(), "dst", e.Dst)
+	}
+	errs = append(errs, v.syncNeighbours(l, remotes))
+	return errors.Join(errs...)
+}
+
+// syncNeighbours keeps a permanent neighbour entry Gateway6(r) -> MAC(r)
+// for each remote r, the next hop of IPv6 routes through the link.
+func (v *vxlan) syncNeighbours(l netlink.Link, remotes []netip.Addr) error {
+	want := map[netip.Addr]bool{}
+	for _, e := range Entries(v.opts.Local, remotes) {
+		want[Gateway6(e.Dst)] = true
+	}
+	list, err := netlink.NeighList(l.Attrs().Index, netlink.FAMILY_V6)
+	if err != nil {
+		return fmt.Errorf("list neighbours of %s: %w", v.opts.Name, err)
+	}
+	var errs []error
+	for _, n := range list {
+		a, _ := netip.AddrFromSlice(n.IP)
+		switch {
+		case n.State&netlink.NUD_PERMANENT == 0:
+			// Learnt: NeighSet below replaces it if a is a remote.
+		case want[a] && n.HardwareAddr.String() == gatewayMAC(a).String():
+			delete(want, a)
+		case !want[a]:
+			if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("delete neighbour %s: %w", a, err))
+				continue
+			}
+			v.log.Info("VXLAN neighbour deleted", "ip", a)
+		}
+	}
+	for a := range want {
+		n := &netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT,
+			IP: a.AsSlice(), HardwareAddr: gatewayMAC(a)}
+		if err := netlink.NeighSet(n); err != nil {
+			errs = append(errs, fmt.Errorf("set neighbour %s: %w", a, err))
+			continue
+		}
+		v.log.Info("VXLAN neighbour set", "ip", a, "mac", gatewayMAC(a).String())
 	}
 	return errors.Join(errs...)
 }
@@ -129,6 +170,11 @@ func (v *vxlan) ensureLink() (netlink.Link, error) {
 	v.log.Info("VXLAN link created", "link", v.opts.Name, "vni", v.opts.VNI, "port", v.opts.Port, "local", v.opts.Local)
 	if l, err = netlink.LinkByName(v.opts.Name); err != nil {
 		return nil, fmt.Errorf("find %s: %w", v.opts.Name, err)
+	}
+	// No IPv6 link-local address: it would only flood router and listener
+	// messages to every remote.
+	if err := netlink.LinkSetIP6AddrGenMode(l, nl.IN6_ADDR_GEN_MODE_NONE); err != nil {
+		v.log.Warn("cannot turn off IPv6 address generation", "link", v.opts.Name, "err", err)
 	}
 	return v.up(l)
 }

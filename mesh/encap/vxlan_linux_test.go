@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -43,19 +44,19 @@ type vxNode struct {
 	changes           atomic.Int64
 }
 
+// podIP is the address of the node's pod, .2 of its range.
+func (n *vxNode) podIP() netip.Addr { return n.podCIDR.Addr().Next().Next() }
+
 // newVXNode creates the pod namespace (address .2 of podCIDR, default route
 // to the node at .1) and the node's encapsulator and router.
 func newVXNode(t *testing.T, ns, underlay, internal, podCIDR string) *vxNode {
 	n := &vxNode{ns: ns, pod: linktest.NetNS(t), underlay: underlay,
 		internal: netip.MustParseAddr(internal), podCIDR: netip.MustParsePrefix(podCIDR)}
-	base := n.podCIDR.Addr().As4()
-	gw, podIP := base, base
-	gw[3], podIP[3] = 1, 2
-	prefixLen := fmt.Sprintf("/%d", n.podCIDR.Bits())
-	linktest.Veth(t, ns, linktest.Name(t, "pn"), netip.AddrFrom4(gw).String()+prefixLen,
-		n.pod, linktest.Name(t, "pp"), netip.AddrFrom4(podIP).String()+prefixLen)
-	linktest.IP(t, "-n", n.pod, "route", "add", "default", "via", netip.AddrFrom4(gw).String())
-	if out, err := linktest.Exec(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
+	gw := n.podCIDR.Addr().Next()
+	bits := fmt.Sprintf("/%d", n.podCIDR.Bits())
+	linktest.Veth(t, ns, linktest.Name(t, "pn"), gw.String()+bits, n.pod, linktest.Name(t, "pp"), n.podIP().String()+bits)
+	linktest.IP(t, "-n", n.pod, "route", "add", "default", "via", gw.String())
+	if out, err := linktest.Exec(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"); err != nil {
 		t.Fatalf("enable forwarding: %v: %s", err, out)
 	}
 	log := slog.New(countHandler{slog.NewTextHandler(testWriter{t}, nil), &n.changes})
@@ -76,8 +77,12 @@ func (n *vxNode) set(t *testing.T, other *vxNode) {
 		if err := n.enc.Set(context.Background(), []netip.Addr{other.internal}); err != nil {
 			return err
 		}
+		gw, onlink, ok := KindVXLAN.NextHop(other.podCIDR, other.internal)
+		if !ok {
+			return fmt.Errorf("no next hop to %s via %s", other.podCIDR, other.internal)
+		}
 		return n.router.Set(context.Background(), []route.Route{
-			{Dst: other.podCIDR, Gw: other.internal, Dev: n.enc.Link(), OnLink: true},
+			{Dst: other.podCIDR, Gw: gw, Dev: n.enc.Link(), OnLink: onlink},
 		}, nil)
 	})
 }
@@ -96,20 +101,24 @@ func (n *vxNode) stats(t *testing.T) *netlink.LinkStatistics {
 	return s
 }
 
-// capture starts tcpdump for VXLAN packets on a link of namespace ns and
-// returns a function that waits for the first count lines.
-func capture(t *testing.T, ns, dev string, count int) func() []string {
+// capture starts tcpdump for VXLAN packets on a link of namespace ns. The
+// returned function waits until the output holds every wanted string, or
+// 5 seconds, then stops tcpdump and returns its lines.
+func capture(t *testing.T, ns, dev string) func(want []string) []string {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, "tcpdump", "-n", "-l", "-i", dev,
-		"-c", fmt.Sprint(count), "udp", "port", fmt.Sprint(DefaultPort))
+		"udp", "port", fmt.Sprint(DefaultPort))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start tcpdump: %v", err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	t.Cleanup(func() {
+		stop()
 		cmd.Wait()
 	})
 	listening := make(chan struct{})
@@ -129,43 +138,98 @@ func capture(t *testing.T, ns, dev string, count int) func() []string {
 	case <-time.After(10 * time.Second):
 		t.Fatal("tcpdump did not start listening")
 	}
-	lines := make(chan []string, 1)
+	lines := make(chan string, 1000)
 	go func() {
-		var out []string
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			out = append(out, sc.Text())
+			lines <- sc.Text()
 		}
-		lines <- out
+		close(lines)
 	}()
-	return func() []string {
-		select {
-		case out := <-lines:
-			return out
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			return <-lines
+	return func(want []string) []string {
+		var out []string
+		deadline := time.After(5 * time.Second)
+		for {
+			all := strings.Join(out, "\n")
+			if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(all, w) }) {
+				stop()
+				return out
+			}
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					return out
+				}
+				out = append(out, l)
+			case <-deadline:
+				stop()
+				return out
+			}
 		}
 	}
 }
 
 func TestPrivilegedVXLANCarriesPodTraffic(t *testing.T) {
+	tests := []struct {
+		name                 string
+		underlayA, underlayB string
+		podsA, podsB         string
+		// packets expected on the underlay, in VXLAN, for one ping.
+		packets   int
+		wantInner []string
+		// wantNeigh is how node A knows node B's VXLAN address.
+		wantNeigh string
+	}{
+		{
+			name: "IPv4", underlayA: "10.99.1.1/24", underlayB: "10.99.1.2/24",
+			podsA: "10.95.1.0/24", podsB: "10.95.2.0/24",
+			// ARP goes through the tunnel and node B answers for its
+			// underlay address.
+			packets:   4,
+			wantInner: []string{"ARP, Request who-has 10.99.1.2", "ARP, Reply 10.99.1.2 is-at " + MAC(ip("10.99.1.2")).String(), "10.95.1.2 > 10.95.2.2: ICMP echo request", "10.95.2.2 > 10.95.1.2: ICMP echo reply"},
+			wantNeigh: "10.99.1.2 lladdr " + MAC(ip("10.99.1.2")).String() + " REACHABLE",
+		},
+		{
+			// No neighbour discovery crosses the tunnel: the next hop is
+			// Gateway6 with a permanent entry.
+			name: "IPv6", underlayA: "fd99:1::1/64", underlayB: "fd99:1::2/64",
+			podsA: "fd95:1::/64", podsB: "fd95:2::/64",
+			packets:   2,
+			wantInner: []string{"fd95:1::2 > fd95:2::2: ICMP6, echo request", "fd95:2::2 > fd95:1::2: ICMP6, echo reply"},
+			wantNeigh: Gateway6(ip("fd99:1::2")).String() + " lladdr " + MAC(ip("fd99:1::2")).String() + " PERMANENT",
+		},
+		{
+			name: "IPv6 pods over IPv4", underlayA: "10.99.1.1/24", underlayB: "10.99.1.2/24",
+			podsA: "fd95:1::/64", podsB: "fd95:2::/64",
+			packets:   2,
+			wantInner: []string{"fd95:1::2 > fd95:2::2: ICMP6, echo request", "fd95:2::2 > fd95:1::2: ICMP6, echo reply"},
+			wantNeigh: Gateway6(ip("10.99.1.2")).String() + " lladdr " + MAC(ip("10.99.1.2")).String() + " PERMANENT",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testVXLAN(t, tt.underlayA, tt.underlayB, tt.podsA, tt.podsB, tt.packets, tt.wantInner, tt.wantNeigh)
+		})
+	}
+}
+
+func testVXLAN(t *testing.T, underlayA, underlayB, podsA, podsB string, packets int, wantInner []string, wantNeigh string) {
 	linktest.Require(t)
 	linktest.RequireBinary(t, "ping")
 	linktest.RequireBinary(t, "tcpdump")
 	nsA, nsB := linktest.NetNS(t), linktest.NetNS(t)
 	ua, ub := linktest.Name(t, "ua"), linktest.Name(t, "ub")
-	linktest.Veth(t, nsA, ua, "10.99.1.1/24", nsB, ub, "10.99.1.2/24")
-	a := newVXNode(t, nsA, ua, "10.99.1.1", "10.95.1.0/24")
-	b := newVXNode(t, nsB, ub, "10.99.1.2", "10.95.2.0/24")
+	linktest.Veth(t, nsA, ua, underlayA, nsB, ub, underlayB)
+	a := newVXNode(t, nsA, ua, netip.MustParsePrefix(underlayA).Addr().String(), podsA)
+	b := newVXNode(t, nsB, ub, netip.MustParsePrefix(underlayB).Addr().String(), podsB)
 	a.set(t, b)
 	b.set(t, a)
 
-	wait := capture(t, nsA, ua, 4)
+	wait := capture(t, nsA, ua)
 	var out string
 	var err error
 	for range 3 {
-		if out, err = linktest.Exec(a.pod, "ping", "-c", "1", "-W", "2", "10.95.2.2"); err == nil {
+		if out, err = linktest.Exec(a.pod, "ping", "-c", "1", "-W", "2", b.podIP().String()); err == nil {
 			break
 		}
 	}
@@ -173,25 +237,29 @@ func TestPrivilegedVXLANCarriesPodTraffic(t *testing.T) {
 		t.Fatalf("pod A cannot ping pod B through VXLAN: %v\n%s\nneighbours: %s\nfdb: %s", err, out,
 			linktest.IP(t, "-n", nsA, "neigh"), mustOut(linktest.Exec(nsA, "bridge", "fdb", "show", "dev", VXLANLink)))
 	}
-	lines := wait()
+	lines := wait(wantInner)
 	t.Logf("underlay capture:\n%s", strings.Join(lines, "\n"))
-	// ARP request and reply, then the echo request and reply, each inside
-	// VXLAN on UDP 4789.
-	if all := strings.Join(lines, "\n"); strings.Count(all, ".4789: VXLAN") < 4 || !strings.Contains(all, "ARP, Reply 10.99.1.2") ||
-		!strings.Contains(all, "10.95.1.2 > 10.95.2.2: ICMP echo request") {
-		t.Errorf("tcpdump on the underlay: %q; want ARP and ICMP inside VXLAN", lines)
+	all := strings.Join(lines, "\n")
+	if got := strings.Count(all, fmt.Sprintf(".%d: VXLAN", DefaultPort)); got < packets {
+		t.Errorf("%d VXLAN packets on the underlay, want at least %d", got, packets)
+	}
+	for _, w := range wantInner {
+		if !strings.Contains(all, w) {
+			t.Errorf("no %q inside VXLAN on the underlay", w)
+		}
+	}
+	if strings.Contains(all, "neighbor solicitation") {
+		t.Errorf("neighbour discovery crossed the tunnel; Gateway6 should be resolved by a permanent entry")
 	}
 	for _, n := range []*vxNode{a, b} {
 		if s := n.stats(t); s.TxPackets == 0 || s.RxPackets == 0 {
 			t.Errorf("%s: %s counters tx %d rx %d, want both > 0", n.ns, VXLANLink, s.TxPackets, s.RxPackets)
 		}
 	}
-	// Node A resolved node B's address by ARP through the tunnel, and got
-	// the address of B's VXLAN link.
 	neigh := linktest.IP(t, "-n", nsA, "neigh", "show", "dev", VXLANLink)
 	t.Logf("neighbours on %s: %s", VXLANLink, neigh)
-	if !strings.Contains(neigh, "10.99.1.2 lladdr "+MAC(b.internal).String()) {
-		t.Errorf("node A's neighbour table on %s: %q, want 10.99.1.2 at %s", VXLANLink, neigh, MAC(b.internal))
+	if !strings.Contains(neigh, wantNeigh) {
+		t.Errorf("node A's neighbours on %s: %q, want %q", VXLANLink, neigh, wantNeigh)
 	}
 
 	a.changes.Store(0)
@@ -201,12 +269,15 @@ func TestPrivilegedVXLANCarriesPodTraffic(t *testing.T) {
 	}
 
 	fdb := func() string { return mustOut(linktest.Exec(nsA, "bridge", "fdb", "show", "dev", VXLANLink)) }
-	if got := fdb(); strings.Count(got, "dst 10.99.1.2") != 2 {
-		t.Errorf("fdb after Set: %q, want the flood and unicast entries for 10.99.1.2", got)
+	if got := fdb(); strings.Count(got, "dst "+b.internal.String()) != 2 {
+		t.Errorf("fdb after Set: %q, want the flood and unicast entries for %s", got, b.internal)
 	}
 	linktest.Run(t, nsA, func() error { return a.enc.Set(context.Background(), nil) })
 	if got := fdb(); strings.Contains(got, "dst ") {
 		t.Errorf("fdb after Set(nil): %q", got)
+	}
+	if got := linktest.IP(t, "-n", nsA, "neigh", "show", "dev", VXLANLink, "nud", "permanent"); got != "" {
+		t.Errorf("permanent neighbours after Set(nil): %q", got)
 	}
 	linktest.Run(t, nsA, func() error { return a.enc.Close(context.Background()) })
 	if out, err := linktest.Exec(nsA, "ip", "link", "show", VXLANLink); err == nil {

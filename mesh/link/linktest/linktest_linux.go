@@ -67,7 +67,7 @@ func Name(t testing.TB, prefix string) string {
 }
 
 // NetNS creates a network namespace named kfl<random> with loopback up and
-// deletes it at cleanup. It returns the namespace's name.
+// IPv6 duplicate address detection off, and deletes it at cleanup. It returns the namespace's name.
 func NetNS(t testing.TB) string {
 	t.Helper()
 	name := Name(t, "ns")
@@ -78,6 +78,11 @@ func NetNS(t testing.TB) string {
 		}
 	})
 	IP(t, "-n", name, "link", "set", "lo", "up")
+	// Links made later skip IPv6 duplicate address detection, so that
+	// their link-local addresses work at once.
+	if out, err := Exec(name, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0"); err != nil {
+		t.Fatalf("turn off DAD in %s: %v: %s", name, err, out)
+	}
 	return name
 }
 
@@ -86,12 +91,16 @@ func Path(ns string) string { return "/run/netns/" + ns }
 
 // Veth connects namespace nsA (link nameA, address addrA) to namespace nsB
 // (link nameB, address addrB) with a veth pair and brings both ends up.
-// Addresses are CIDR strings; empty ones are not set.
+// Addresses are CIDR strings (IPv6 ones skip duplicate address detection);
+// empty ones are not set.
 func Veth(t testing.TB, nsA, nameA, addrA, nsB, nameB, addrB string) {
 	t.Helper()
 	IP(t, "link", "add", nameA, "netns", nsA, "type", "veth", "peer", "name", nameB, "netns", nsB)
 	for _, end := range [][3]string{{nsA, nameA, addrA}, {nsB, nameB, addrB}} {
-		if end[2] != "" {
+		switch {
+		case strings.Contains(end[2], ":"):
+			IP(t, "-n", end[0], "addr", "add", end[2], "dev", end[1], "nodad")
+		case end[2] != "":
 			IP(t, "-n", end[0], "addr", "add", end[2], "dev", end[1])
 		}
 		IP(t, "-n", end[0], "link", "set", end[1], "up")
