@@ -3,7 +3,6 @@ package topology
 import (
 	"cmp"
 	"encoding/binary"
-	"fmt"
 	"hash/fnv"
 	"net/netip"
 	"slices"
@@ -43,7 +42,7 @@ func (a *allocator) assign(s *Segment, addr netip.Addr) {
 	a.taken[addr] = true
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
 	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
-		owner: fmt.Sprintf("WireGuard IP %s of segment %q", addr, s.Name), segment: s.key})
+		name: s.Name, segment: s.key})
 }
 
 // assignAnnounced gives segments the addresses their nodes announce:
@@ -108,11 +107,15 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 			todo = append(todo, &segs[i])
 		}
 	}
+	homes := make(map[*Segment]uint64, len(todo))
+	for _, s := range todo {
+		homes[s] = a.home(s.key)
+	}
 	slices.SortFunc(todo, func(x, y *Segment) int {
-		return cmp.Or(cmp.Compare(a.home(x.key), a.home(y.key)), cmp.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(homes[x], homes[y]), cmp.Compare(x.key, y.key))
 	})
 	for _, s := range todo {
-		if addr, ok := a.probe(a.home(s.key)); ok {
+		if addr, ok := a.probe(homes[s]); ok {
 			a.assign(s, addr)
 			continue
 		}

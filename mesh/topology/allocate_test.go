@@ -281,7 +281,7 @@ func TestLastAddr(t *testing.T) {
 func TestClaimsFind(t *testing.T) {
 	cs := newClaims()
 	for _, p := range []string{"10.42.0.0/24", "10.0.1.10/32", "10.5.0.0/16", "2001:db8::/64"} {
-		cs.add(claim{prefix: pfx(p), owner: p})
+		cs.add(claim{prefix: pfx(p), kind: claimService})
 	}
 	for _, tc := range []struct {
 		name, query, want string
@@ -299,7 +299,7 @@ func TestClaimsFind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := cs.find(pfx(tc.query), nil)
-			if got := c.owner; got != tc.want || ok != (tc.want != "") {
+			if got := c.prefix.String(); ok != (tc.want != "") || (ok && got != tc.want) {
 				t.Errorf("find(%s) = %q, %t; want %q", tc.query, got, ok, tc.want)
 			}
 		})

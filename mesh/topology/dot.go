@@ -62,6 +62,12 @@ func (t *Topology) dotNode(b *strings.Builder, m *member, warnings []string) {
 	}
 	if leader && m.Endpoint != nil {
 		lines = append(lines, "endpoint "+endpointString(*m.Endpoint))
+		if !m.public {
+			lines = append(lines, "no public endpoint (NAT)")
+		}
+	}
+	if leader && m.PersistentKeepalive > 0 {
+		lines = append(lines, "keepalive "+m.PersistentKeepalive.String())
 	}
 	if len(m.PodCIDRs) > 0 {
 		lines = append(lines, "pods "+joinPrefixes(m.PodCIDRs))

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -29,7 +30,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	cs := newClaims()
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
-		cs.add(claim{prefix: s, kind: claimService, owner: "service CIDR " + s.String()})
+		cs.add(claim{prefix: s, kind: claimService})
 	}
 	t.buildSegments(members)
 	alloc := newAllocator(opts.Subnet, cs)
@@ -115,4 +116,6 @@ func (t *Topology) finish() {
 			t.endpoints = append(t.endpoints, p.Endpoint.Addr.Addr())
 		}
 	}
+	slices.SortFunc(t.endpoints, netip.Addr.Compare)
+	t.endpoints = slices.Compact(t.endpoints)
 }

@@ -56,7 +56,7 @@ func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *
 		}
 		keys[p.PublicKey] = "peer " + quote(p.Name)
 		for _, a := range p.AllowedIPs {
-			cs.add(claim{prefix: a, kind: claimPeer, owner: fmt.Sprintf("allowed IP %s of peer %q", a, p.Name)})
+			cs.add(claim{prefix: a, kind: claimPeer, name: p.Name})
 		}
 		out = append(out, p)
 	}
@@ -72,9 +72,9 @@ func peerConflict(p Peer, cs *claims) (string, bool) {
 			continue
 		}
 		if c.kind == claimPeer {
-			return fmt.Sprintf("allowed IP %s overlaps the %s, which is older and keeps it; change spec.allowedIPs of one of the two Peers", a, c.owner), true
+			return fmt.Sprintf("allowed IP %s overlaps the %s, which is older and keeps it; change spec.allowedIPs of one of the two Peers", a, c.owner()), true
 		}
-		return fmt.Sprintf("allowed IP %s overlaps the %s; a Peer may only claim ranges the cluster does not use: pick one outside the pod CIDRs, node IPs, service CIDRs and WireGuard IPs of the cluster", a, c.owner), true
+		return fmt.Sprintf("allowed IP %s overlaps the %s; a Peer may only claim ranges the cluster does not use: pick one outside the pod CIDRs, node IPs, service CIDRs and WireGuard IPs of the cluster", a, c.owner()), true
 	}
 	return "", false
 }

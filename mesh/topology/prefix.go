@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 )
@@ -81,10 +82,30 @@ const (
 type claim struct {
 	prefix netip.Prefix
 	kind   claimKind
-	// owner describes the owner for messages ("pod CIDR 10.42.0.0/24 of node a").
-	owner string
+	// name names the owner: a node, peer, segment or location.
+	name string
 	// segment is the key of the owner's segment, empty for peers and services.
 	segment string
+}
+
+// owner describes the claim for messages ("pod CIDR 10.42.0.0/24 of node "a"").
+func (c claim) owner() string {
+	switch c.kind {
+	case claimPod:
+		return fmt.Sprintf("pod CIDR %s of node %q", c.prefix, c.name)
+	case claimInternal:
+		return fmt.Sprintf("internal IP %s of node %q", c.prefix.Addr(), c.name)
+	case claimEndpoint:
+		return fmt.Sprintf("endpoint %s of node %q", c.prefix.Addr(), c.name)
+	case claimWireGuard:
+		return fmt.Sprintf("WireGuard IP %s of segment %q", c.prefix.Addr(), c.name)
+	case claimService:
+		return fmt.Sprintf("service CIDR %s", c.prefix)
+	case claimPeer:
+		return fmt.Sprintf("allowed IP %s of peer %q", c.prefix, c.name)
+	default:
+		return fmt.Sprintf("allowed location IP %s of location %q", c.prefix, c.name)
+	}
 }
 
 // claims holds every claimed range and finds the ones a range overlaps.

@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 )
@@ -24,7 +23,7 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			})
 			if ok {
 				ps.add(KindNode, m.Name, Warning, CodeOverlap,
-					"pod CIDR %s overlaps %s, so it is not routed; give every node its own pod CIDR", p, c.owner)
+					"pod CIDR %s overlaps %s, so it is not routed; give every node its own pod CIDR", p, c.owner())
 				continue
 			}
 			if p.Overlaps(opts.Subnet) {
@@ -33,7 +32,7 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			}
 			pods = append(pods, p)
 			m.allowed = append(m.allowed, p)
-			cs.add(claim{prefix: p, kind: claimPod, owner: fmt.Sprintf("pod CIDR %s of node %q", p, m.Name), segment: seg})
+			cs.add(claim{prefix: p, kind: claimPod, name: m.Name, segment: seg})
 		}
 		m.PodCIDRs = pods
 		for _, in := range []netip.Prefix{m.in4, m.in6} {
@@ -47,7 +46,7 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			if ok {
 				ps.add(KindNode, m.Name, Warning, CodeOverlap,
 					"internal IP %s is also the %s, so it is not routed to this node from other locations (its pods still are); give the nodes distinct internal IPs",
-					in.Addr(), c.owner)
+					in.Addr(), c.owner())
 				continue
 			}
 			if opts.Subnet.Contains(in.Addr()) {
@@ -55,10 +54,10 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 					"internal IP %s is inside the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", in.Addr(), opts.Subnet)
 			}
 			m.allowed = append(m.allowed, h)
-			cs.add(claim{prefix: h, kind: claimInternal, owner: fmt.Sprintf("internal IP %s of node %q", in.Addr(), m.Name), segment: seg})
+			cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, segment: seg})
 		}
 		for _, a := range publicAddrs(m) {
-			cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, owner: fmt.Sprintf("endpoint %s of node %q", a, m.Name), segment: seg})
+			cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, segment: seg})
 		}
 	}
 }
@@ -115,13 +114,13 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 				if ok {
 					ps.add(KindNode, m.Name, Warning, CodeOverlap,
 						"allowed location IP %s overlaps %s, so it is not routed to location %q; remove it from kilo.squat.ai/allowed-location-ips or fix the overlap",
-						p, c.owner, m.location)
+						p, c.owner(), m.location)
 					continue
 				}
 				seen[p] = true
 				kept = append(kept, p)
 				s.AllowedLocationIPs = append(s.AllowedLocationIPs, p)
-				cs.add(claim{prefix: p, kind: claimLocation, owner: fmt.Sprintf("allowed location IP %s of location %q", p, m.location), segment: s.key})
+				cs.add(claim{prefix: p, kind: claimLocation, name: m.location, segment: s.key})
 			}
 			m.AllowedLocationIPs = kept
 		}

@@ -95,7 +95,13 @@ func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 	if slices.ContainsFunc(p.m.PodCIDRs, dst.Overlaps) || slices.ContainsFunc(p.own, dst.Contains) {
 		return true
 	}
-	return outside && slices.ContainsFunc(p.t.endpoints, dst.Contains)
+	return outside && containsAny(p.t.endpoints, dst)
+}
+
+// containsAny reports whether dst holds one of the sorted addresses.
+func containsAny(sorted []netip.Addr, dst netip.Prefix) bool {
+	i, _ := slices.BinarySearchFunc(sorted, dst.Masked().Addr(), netip.Addr.Compare)
+	return i < len(sorted) && dst.Contains(sorted[i])
 }
 
 func (p *plan) add(r route.Route) { p.routes = append(p.routes, r) }

@@ -38,7 +38,7 @@ type Topology struct {
 	peerIdx   map[string]int      // peer name -> index in Peers
 	excluded  map[string]string   // "node:NAME" / "peer:NAME" -> reason
 	locations map[string][]string // group key -> node names in election order
-	endpoints []netip.Addr        // every WireGuard endpoint address of the mesh
+	endpoints []netip.Addr        // every WireGuard endpoint address of the mesh, sorted
 }
 
 // Segment is a set of nodes that share one WireGuard identity toward the
