@@ -29,6 +29,11 @@
 //     natively (or encapsulated). Every node is a gateway; no single node
 //     carries a location's traffic.
 //
+// In full and cross granularity two nodes of different locations that both
+// lack a public endpoint cannot start a handshake with each other; keep such
+// nodes behind a location leader (location granularity) or give them public
+// endpoints.
+//
 // # Leaders
 //
 // Within a location the nodes are ordered by: Ready first (when no node is

@@ -23,6 +23,8 @@ var (
 
 // Topology is the whole mesh as every agent computes it: segments with
 // their leaders and WireGuard IPs, the accepted peers, and the problems found.
+// It is read-only once New returns it (its slices are shared with what its
+// methods return), and its methods are safe for concurrent use.
 type Topology struct {
 	// Segments are the WireGuard segments, sorted by Name.
 	Segments []Segment
@@ -75,14 +77,14 @@ type Segment struct {
 }
 
 // LeaderNode returns the node that leads the segment.
-func (s *Segment) LeaderNode() Node { return s.Nodes[s.Leader] }
+func (s Segment) LeaderNode() Node { return s.Nodes[s.Leader] }
 
 // Key returns the leader's WireGuard public key.
-func (s *Segment) Key() wgtypes.Key { return s.Nodes[s.Leader].Key }
+func (s Segment) Key() wgtypes.Key { return s.Nodes[s.Leader].Key }
 
 // Endpoint returns where the rest of the mesh reaches the segment: the
 // leader's endpoint, with its port filled in.
-func (s *Segment) Endpoint() Endpoint {
+func (s Segment) Endpoint() Endpoint {
 	if e := s.Nodes[s.Leader].Endpoint; e != nil {
 		return *e
 	}
@@ -90,13 +92,13 @@ func (s *Segment) Endpoint() Endpoint {
 }
 
 // PersistentKeepalive returns the leader's persistent keepalive.
-func (s *Segment) PersistentKeepalive() time.Duration {
+func (s Segment) PersistentKeepalive() time.Duration {
 	return s.Nodes[s.Leader].PersistentKeepalive
 }
 
 // HasPublicEndpoint reports whether the leader can be reached without NAT
 // traversal: it has an external IP, a DNS endpoint or a forced endpoint.
-func (s *Segment) HasPublicEndpoint() bool { return s.public }
+func (s Segment) HasPublicEndpoint() bool { return s.public }
 
 // Options returns the options New used, with defaults filled in.
 func (t *Topology) Options() Options { return t.opts }
@@ -138,6 +140,20 @@ func (t *Topology) Leader(location string) (Node, bool) {
 		}
 	}
 	return Node{}, false
+}
+
+// MeshRanges returns every range the mesh routes, sorted: the allowed IPs
+// of all segments and of all accepted peers. The firewall leaves traffic to
+// them unmasqueraded.
+func (t *Topology) MeshRanges() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range t.Segments {
+		out = append(out, s.AllowedIPs...)
+	}
+	for _, p := range t.Peers {
+		out = append(out, p.AllowedIPs...)
+	}
+	return normPrefixes(out)
 }
 
 // lookupNode returns the member named name or an error matching

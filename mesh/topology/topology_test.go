@@ -127,3 +127,14 @@ func mustNew(t testing.TB, nodes []Node, peers []Peer, opts Options) *Topology {
 	}
 	return top
 }
+
+func TestMeshRanges(t *testing.T) {
+	top := mustNew(t, seedChina(), []Peer{laptopPeer(), drPeer()}, Options{Subnet: pfx("10.5.0.0/16")})
+	b, _ := top.Segment("node-beijing")
+	s, _ := top.Segment("node-shanghai")
+	want := append(pfxs("10.0.1.10/32", "10.0.2.20/32", "10.5.100.10/32", "10.11.0.0/16", "10.21.0.0/16",
+		"10.42.0.0/24", "10.42.1.0/24"), hostPrefix(b.WireGuardIP.Addr()), hostPrefix(s.WireGuardIP.Addr()))
+	if diff := cmp.Diff(normPrefixes(want), top.MeshRanges(), netipCmp); diff != "" {
+		t.Errorf("MeshRanges (-want +got):\n%s", diff)
+	}
+}
