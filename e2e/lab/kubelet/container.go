@@ -1,0 +1,149 @@
+package kubelet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Restart backoff of a container that exited: 1 s, doubling, at most 10 s.
+const (
+	restartBackoffBase = time.Second
+	restartBackoffMax  = 10 * time.Second
+	stopGrace          = 3 * time.Second
+)
+
+// containerRuntime is one container of a pod: a workload process and its
+// restart history. Only the pod's reconcile touches it.
+type containerRuntime struct {
+	name, image string
+	plan        workloadPlan
+	readyFile   string
+	proc        *process // current run, nil when not running
+	startedAt   time.Time
+	ready       bool
+	restarts    int32
+	id          string
+	waiting     string    // reason while waiting to restart
+	exitedAt    time.Time // of the last run, for the backoff
+	lastExit    *exitInfo // last run, after a restart
+	terminated  *exitInfo // final run: the container will not restart
+}
+
+// startContainer starts a new run of c inside the pod's netns. A process
+// that cannot start counts as a run that exited with status 127.
+func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
+	_ = os.Remove(c.readyFile)
+	id := podIdentity{Pod: rt.name, Namespace: rt.namespace, Cluster: k.cfg.Cluster, Node: k.cfg.NodeName}
+	argv := append([]string{"ip", "netns", "exec", rt.sandbox.Netns}, k.cfg.WorkloadCommand...)
+	argv = append(argv, c.plan.args(id, c.readyFile)...)
+	now := k.now()
+	c.id = fmt.Sprintf("kilofed-lab://%s-%s-%d", shortUID(rt.uid), c.name, c.restarts)
+	c.startedAt, c.ready, c.waiting = now, false, ""
+	p, err := k.start(processSpec{
+		Argv:    argv,
+		Env:     append(os.Environ(), id.env()...),
+		LogPath: filepath.Join(k.logDir, fmt.Sprintf("%s_%s_%s.log", rt.namespace, rt.name, c.name)),
+	})
+	if err != nil {
+		k.log.Error("container start failed", "pod", rt.key, "container", c.name, "err", err)
+		p = exitedProcess(127, now)
+	} else {
+		k.log.Info("container started", "pod", rt.key, "container", c.name, "workload", c.plan.Kind, "ports", c.plan.Ports, "pid", p.pid)
+	}
+	c.proc = p
+	key, queue := rt.key, k.queue
+	go func() {
+		<-p.done
+		queue.Add(key)
+	}()
+}
+
+// syncContainer records an exit, restarts per policy after a backoff, and
+// notices readiness. It returns when the pod should be looked at again (0:
+// only on the next event).
+func (k *kubelet) syncContainer(rt *podRuntime, c *containerRuntime, policy corev1.RestartPolicy) time.Duration {
+	if c.proc != nil {
+		select {
+		case <-c.proc.done:
+			exit := exitInfo{ExitCode: c.proc.exitCode, StartedAt: c.startedAt, FinishedAt: c.proc.finishedAt}
+			c.proc, c.ready = nil, false
+			restart := shouldRestart(policy, exit.ExitCode)
+			k.log.Info("container exited", "pod", rt.key, "container", c.name, "exitCode", exit.ExitCode, "restart", restart)
+			if !restart {
+				c.terminated = &exit
+				return 0
+			}
+			c.lastExit, c.exitedAt, c.waiting = &exit, exit.FinishedAt, "CrashLoopBackOff"
+		default:
+			if !c.ready {
+				if _, err := os.Stat(c.readyFile); err != nil {
+					return readyPollInterval
+				}
+				c.ready = true
+			}
+			return 0
+		}
+	}
+	if c.terminated != nil {
+		return 0
+	}
+	if wait := restartBackoff(c.restarts) - k.now().Sub(c.exitedAt); wait > 0 {
+		return wait
+	}
+	c.restarts++
+	k.startContainer(rt, c)
+	return readyPollInterval
+}
+
+// stopContainer stops the current run of c, if any.
+func (k *kubelet) stopContainer(rt *podRuntime, c *containerRuntime) {
+	if c.proc != nil {
+		if err := c.proc.stop(stopGrace); err != nil {
+			k.log.Error("container stop failed", "pod", rt.key, "container", c.name, "pid", c.proc.pid, "err", err)
+		}
+	}
+	_ = os.Remove(c.readyFile)
+}
+
+// shouldRestart applies a pod restart policy to an exit status.
+func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default: // Always, the API default
+		return true
+	}
+}
+
+// restartBackoff is the wait before restart number n+1.
+func restartBackoff(n int32) time.Duration {
+	if n >= 4 {
+		return restartBackoffMax
+	}
+	return min(restartBackoffBase<<n, restartBackoffMax)
+}
+
+// snapshot returns the pod's state for podStatus.
+func (rt *podRuntime) snapshot() podSnapshot {
+	s := podSnapshot{PodIPs: rt.sandbox.IPs, HostIPs: rt.hostIPs, StartTime: rt.startTime}
+	for _, c := range rt.containers {
+		cs := containerSnapshot{
+			Name: c.name, Image: c.image, ID: c.id, RestartCount: c.restarts,
+			Terminated: c.terminated, LastTerminated: c.lastExit,
+		}
+		switch {
+		case c.proc != nil:
+			cs.Running, cs.StartedAt, cs.Ready = true, c.startedAt, c.ready
+		case c.terminated == nil:
+			cs.Waiting = c.waiting
+		}
+		s.Containers = append(s.Containers, cs)
+	}
+	return s
+}

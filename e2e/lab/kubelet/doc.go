@@ -1,0 +1,82 @@
+// Package kubelet is the kilofed lab's kubelet stand-in: it makes one lab
+// node (a network namespace) a Kubernetes Node and runs the Pods bound to it
+// as built-in workloads in their own network namespaces, so that real
+// kube-controller-manager, kube-proxy and the kilofed agents see ordinary
+// Ready nodes, Running pods, pod IPs and EndpointSlices.
+//
+// # Node
+//
+// Run creates or updates the Node (labels kubernetes.io/hostname, os and
+// arch plus Config.Labels; Config.Annotations; spec.podCIDRs from
+// Config.PodCIDRs, or waits for kube-controller-manager to allocate them),
+// posts its status (InternalIP(s), ExternalIP, Hostname addresses; cpu,
+// memory, pods capacity; nodeInfo with kubeletVersion v1.37.2; Ready=True;
+// daemonEndpoints port 10250, although no kubelet API is served, so
+// `kubectl exec` and `kubectl logs` do not work: use
+// `ip netns exec <PodNetns> ...` and the log folder instead) every 30 s, and
+// renews the node Lease in kube-node-lease every 10 s.
+//
+// # No scheduler
+//
+// The lab runs no kube-scheduler: a Pod must name its node in
+// spec.nodeName, as the seed's example does:
+//
+//	kubectl run test-pod-beijing --image=alpine --restart=Never \
+//	  --overrides='{"spec":{"nodeName":"node-beijing"}}' -- sleep 3600
+//
+// Pods of Deployments, DaemonSets and Jobs stay Pending unless something sets
+// spec.nodeName (or binds them through the pods/binding subresource).
+//
+// # Pod network
+//
+// Each Pod gets the network namespace PodNetns(namespace, name), a veth pair
+// (eth0 in the pod, "kflp"+hash in the node netns) and the lowest free
+// address of each of the node's podCIDRs (network address and .1 skipped).
+// Routing is Calico-style layer 3: the pod has its address as /32 (/128) and
+// `default via 169.254.1.1 dev eth0 onlink` (IPv6: via fe80::1), the node
+// end answers for the gateway (proxy_arp=1, plus a permanent neighbour entry
+// in the pod) and holds `podIP/32 dev kflp...`; the node netns forwards.
+// /etc/netns/<PodNetns>/resolv.conf points at Config.ClusterDNS with the
+// usual search list and ndots:5, so `ip netns exec` gives the pod cluster DNS.
+// hostNetwork pods run in the node netns with the node's addresses.
+//
+// # Workloads
+//
+// Containers are not run: each one is replaced by a workload.Main
+// subcommand, started as `ip netns exec <PodNetns> <WorkloadCommand...> <args>`
+// in its own process group, chosen from the container's image, command and
+// ports:
+//
+//	image contains "udp-echo"                  udp echo on every containerPort (default 9090)
+//	command/args "sleep N" or sh -c "sleep N"  sleep N seconds ("infinity": forever)
+//	image contains "echo" (http-echo, ...)     HTTP echo on the TCP containerPorts (default 8080)
+//	any other image with TCP containerPorts    HTTP echo on those ports (e.g. the seed's
+//	                                           ml-inference on 8080)
+//	anything else (alpine, busybox, ...)       sleep forever
+//
+// The HTTP echo answers "<pod> <cluster> <node>\n" at every path and "ok" at
+// /healthz; the workload learns its pod, namespace, node and cluster from
+// flags and KFL_* environment variables. UDP ports of non-udp-echo images are
+// not served. Init containers are not run and are reported as completed.
+// A container is Ready once its workload has bound its ports.
+//
+// When a workload exits, the restartPolicy decides: Always (and OnFailure
+// after a failure) restarts it after a backoff of 1, 2, 4, 8 then 10 s,
+// counting restarts; otherwise the container is terminated with its exit
+// code and, once every container is, the pod becomes Succeeded or Failed and
+// its network is removed. Logs go to <LogDir>/<ns>_<pod>_<container>.log.
+//
+// Deleting a Pod (or its deletionTimestamp) stops its processes (SIGTERM to
+// the group, SIGKILL after 3 s), removes its netns, veth, route and
+// /etc/netns entry, and deletes the API object with grace period 0. When
+// Run's context ends, every pod of the node is torn down the same way (the
+// API objects stay).
+//
+// # Tests
+//
+// TestPrivilegedKubeletRunsPodInNetns runs Run against a real API server
+// (envtest over the lab binaries) as root. It needs no workload binary: its
+// TestMain runs workload.Main instead of the tests when the environment
+// variable KFL_KUBELET_TEST_WORKLOAD=1 is set, and the test passes
+// {"env", "KFL_KUBELET_TEST_WORKLOAD=1", <test binary>} as WorkloadCommand.
+package kubelet

@@ -1,0 +1,82 @@
+//go:build linux
+
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// startProcess starts spec in its own process group. The process gets
+// SIGKILL if the thread that started it dies, so a crashed lab leaves no
+// workloads behind.
+func startProcess(spec processSpec) (*process, error) {
+	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open workload log: %w", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "--- %s start: %q\n", time.Now().Format(time.RFC3339Nano), spec.Argv)
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Env = spec.Env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start workload %q: %w", spec.Argv, err)
+	}
+	p := &process{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		p.exitCode = exitCode(cmd.ProcessState)
+		p.finishedAt = time.Now()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exitCode returns the shell-style exit status of a finished process.
+func exitCode(st *os.ProcessState) int32 {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int32(ws.Signal())
+	}
+	return int32(st.ExitCode())
+}
+
+// stop sends SIGTERM to the process group, SIGKILL after grace, and returns
+// once the leader is reaped and no process of the group is left.
+func (p *process) stop(grace time.Duration) error {
+	if p.pid <= 0 {
+		return nil // never started: kill(-0) would hit our own group
+	}
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			select {
+			case <-p.done:
+			case <-time.After(5 * time.Second):
+				return fmt.Errorf("process %d survived SIGKILL for 5s", p.pid)
+			}
+		}
+	}
+	// Children that the workload left in its group.
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		err := syscall.Kill(-p.pid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process group %d still has members after SIGKILL", p.pid)
+		}
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
