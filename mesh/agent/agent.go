@@ -12,34 +12,27 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kilofed/kilofed/mesh/firewall"
+	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
-// Backend is what the agent needs from the cluster: a snapshot of the mesh
-// inputs, a signal when they change, and a place to publish this node.
+// Backend is what the agent needs from the cluster (k8s.Client in
+// production, k8s.Fake in tests).
 type Backend interface {
 	// Snapshot returns the nodes and peers, and the objects that could not
-	// be read (each error names the object and what is wrong).
-	Snapshot() (nodes []topology.Node, peers []topology.Peer, problems []error)
+	// be read (each names the object and what is wrong).
+	Snapshot() (nodes []topology.Node, peers []topology.Peer, problems []k8s.Problem)
 	// Changes signals that Snapshot may have changed.
 	Changes() <-chan struct{}
-	// Publish writes what this node tells the others (its public key,
-	// WireGuard IP, endpoint), only when it differs.
-	Publish(ctx context.Context, node string, p Publication) error
-}
-
-// Publication is what an agent announces about its own node.
-type Publication struct {
-	// Key is the node's WireGuard public key.
-	Key wgtypes.Key
-	// WireGuardIP is the address the node wears on the WireGuard link,
-	// invalid when it wears none.
-	WireGuardIP netip.Prefix
-	// Endpoint is the host:port other locations should use, empty to keep
-	// what the Node's addresses say.
-	Endpoint string
+	// PublishNode writes this node's annotations, only when they differ.
+	PublishNode(ctx context.Context, name string, a k8s.NodeAnnotations) error
+	// Heartbeat renews this node's mesh lease.
+	Heartbeat(ctx context.Context, name string) error
+	// ReleaseHeartbeat gives the lease up at once, so that another node
+	// takes over without waiting for it to expire.
+	ReleaseHeartbeat(ctx context.Context, name string) error
 }
 
 // Encapsulator keeps the tunnel inside a location pointed at its remotes.
@@ -70,6 +63,16 @@ type Config struct {
 	ListenPort int
 	// Endpoint, when set, is published as this node's endpoint (host:port).
 	Endpoint string
+	// InternalIP and InternalIP6 are the node's underlay addresses with
+	// their prefix length, published so that others know its subnet.
+	InternalIP, InternalIP6 netip.Prefix
+	// HeartbeatPeriod is how often the lease is renewed; zero means 1 s.
+	HeartbeatPeriod time.Duration
+	// Forwarding, when set, is checked before each heartbeat: a node that
+	// cannot forward (underlay link down) stops renewing its lease, so
+	// that another node of its location takes over within the lease
+	// duration.
+	Forwarding func() error
 	// Device is the WireGuard interface named Topology.Links.WireGuard.
 	Device wireguard.Device
 	// Links sets the WireGuard link's addresses and state.
@@ -125,6 +128,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Topology.Links.WireGuard == "" {
 		cfg.Topology.Links.WireGuard = topology.DefaultWireGuardLink
+	}
+	if cfg.HeartbeatPeriod <= 0 {
+		cfg.HeartbeatPeriod = time.Second
 	}
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = 30 * time.Second

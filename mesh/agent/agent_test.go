@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,29 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
-
-type fakeBackend struct {
-	nodes     []topology.Node
-	peers     []topology.Peer
-	bad       []error
-	published map[string]Publication
-	changes   chan struct{}
-}
-
-func (b *fakeBackend) Snapshot() ([]topology.Node, []topology.Peer, []error) {
-	return b.nodes, b.peers, b.bad
-}
-func (b *fakeBackend) Changes() <-chan struct{} { return b.changes }
-func (b *fakeBackend) Publish(_ context.Context, node string, p Publication) error {
-	b.published[node] = p
-	return nil
-}
 
 type fakeLinks struct{ addrs map[string][]netip.Prefix }
 
@@ -81,7 +66,7 @@ func seedNodes(t *testing.T) []topology.Node {
 
 type rig struct {
 	agent   *Agent
-	backend *fakeBackend
+	backend *k8s.Fake
 	device  *wireguard.Fake
 	router  *route.Fake
 	links   *fakeLinks
@@ -91,7 +76,7 @@ type rig struct {
 func newRig(t *testing.T, host string, seed byte) *rig {
 	t.Helper()
 	r := &rig{
-		backend: &fakeBackend{nodes: seedNodes(t), published: map[string]Publication{}, changes: make(chan struct{})},
+		backend: k8s.NewFake(),
 		device:  wireguard.NewFake("kilo0", func() time.Time { return time.Unix(1e9, 0) }),
 		router:  &route.Fake{},
 		links:   &fakeLinks{addrs: map[string][]netip.Prefix{}},
@@ -107,6 +92,7 @@ func newRig(t *testing.T, host string, seed byte) *rig {
 		t.Fatal(err)
 	}
 	r.agent = a
+	r.backend.Set(seedNodes(t), nil, nil)
 	return r
 }
 
@@ -141,7 +127,7 @@ func TestReconcileAppliesLeaderShareAndIsIdempotent(t *testing.T) {
 	if got := r.links.addrs["kilo0"]; len(got) != 1 || !netip.MustParsePrefix("10.5.0.0/16").Contains(got[0].Addr()) {
 		t.Errorf("leader addresses = %v, want one address in 10.5.0.0/16", got)
 	}
-	if p := r.backend.published["node-beijing"]; p.Key != key(t, 1).PublicKey() || !p.WireGuardIP.IsValid() {
+	if p := r.backend.Published["node-beijing"]; p.Key != key(t, 1).PublicKey() || !p.WireGuardIP.IsValid() {
 		t.Errorf("published %+v, want the public key and a WireGuard IP", p)
 	}
 	if err := r.agent.Reconcile(ctx); err != nil {
@@ -191,7 +177,7 @@ func TestLeaderChangeIsCountedWhenLeaderDies(t *testing.T) {
 	if err := r.agent.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.backend.nodes[0].Ready = false // node-beijing's lease expired
+	r.backend.SetForwarding("node-beijing", false) // node-beijing's lease expired
 	if err := r.agent.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +194,8 @@ func TestLeaderChangeIsCountedWhenLeaderDies(t *testing.T) {
 
 func TestBadObjectsAreReportedAndMeshKeepsWorking(t *testing.T) {
 	r := newRig(t, "node-beijing", 1)
-	r.backend.nodes = append(r.backend.nodes, topology.Node{Name: "node-nokey", Location: "cn-beijing", InternalIP: netip.MustParsePrefix("10.0.1.99/24")})
-	r.backend.bad = []error{errors.New(`node "broken": annotation kilo.squat.ai/key: not a WireGuard key`)}
+	nodes := append(seedNodes(t), topology.Node{Name: "node-nokey", Location: "cn-beijing", InternalIP: netip.MustParsePrefix("10.0.1.99/24")})
+	r.backend.Set(nodes, nil, []k8s.Problem{{Kind: "node", Name: "broken", Err: errors.New("annotation kilo.squat.ai/key: not a WireGuard key")}})
 	if err := r.agent.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +232,48 @@ func TestFirewallMasqueradesPodsOnlyOutsideTheMesh(t *testing.T) {
 	if diff := cmp.Diff([]uint16{51820}, rules.AcceptUDP); diff != "" {
 		t.Errorf("AcceptUDP (-want +got):\n%s", diff)
 	}
+}
+
+func TestHeartbeatStopsWhileNotForwarding(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	r.agent.cfg.HeartbeatPeriod = time.Millisecond
+	var broken atomic.Bool
+	r.agent.cfg.Forwarding = func() error {
+		if broken.Load() {
+			return errors.New("eth0 has no carrier")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.agent.RunHeartbeat(ctx) }()
+	waitFor(t, func() bool { return r.backend.HeartbeatCount("node-beijing") > 2 })
+	broken.Store(true)
+	time.Sleep(5 * time.Millisecond) // let an in-flight heartbeat finish
+	n := r.backend.HeartbeatCount("node-beijing")
+	time.Sleep(20 * time.Millisecond)
+	if got := r.backend.HeartbeatCount("node-beijing"); got != n {
+		t.Errorf("heartbeats went on while not forwarding: %d -> %d", n, got)
+	}
+	broken.Store(false)
+	waitFor(t, func() bool { return r.backend.HeartbeatCount("node-beijing") > n })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := r.backend.HeartbeatCount("node-beijing"); got != 0 {
+		t.Errorf("lease not released on shutdown: %d heartbeats left", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 5s")
 }
 
 func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {

@@ -10,9 +10,13 @@ import (
 // pods are masqueraded when they leave the mesh (and only then), and the
 // WireGuard port is open on input.
 func FirewallRules(topo *topology.Topology, node string, listenPort int) firewall.Rules {
-	ranges := meshRanges(topo)
+	opts := topo.Options()
+	ranges := append(topo.MeshRanges(), opts.ServiceCIDRs...)
+	if opts.Subnet.IsValid() {
+		ranges = append(ranges, opts.Subnet)
+	}
 	rules := firewall.Rules{
-		Forward: []firewall.Forward{{Link: topo.Options().Links.WireGuard}},
+		Forward: []firewall.Forward{{Link: opts.Links.WireGuard}},
 	}
 	for _, r := range ranges {
 		rules.Forward = append(rules.Forward, firewall.Forward{Range: r})

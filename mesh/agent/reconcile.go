@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
@@ -37,11 +38,21 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 	}
 
 	addrs := topo.Addresses(name)
-	pub := Publication{Key: a.cfg.PrivateKey.PublicKey(), Endpoint: a.cfg.Endpoint}
-	if len(addrs) > 0 {
-		pub.WireGuardIP = addrs[0]
+	// Every node of a segment announces the segment's WireGuard IP, so
+	// that a new leader inherits it and the address survives failover.
+	var segmentIP netip.Prefix
+	if s, ok := topo.Segment(name); ok {
+		segmentIP = s.WireGuardIP
 	}
-	step("publish node", a.cfg.Backend.Publish(ctx, name, pub))
+	pub := k8s.NodeAnnotations{
+		Key:         a.cfg.PrivateKey.PublicKey(),
+		Endpoint:    a.cfg.Endpoint,
+		InternalIP:  a.cfg.InternalIP,
+		InternalIP6: a.cfg.InternalIP6,
+		Granularity: topo.Options().Granularity,
+		WireGuardIP: segmentIP,
+	}
+	step("publish node", a.cfg.Backend.PublishNode(ctx, name, pub))
 
 	conf, err := topo.WireGuardConfig(name, a.cfg.PrivateKey)
 	if err != nil {
@@ -91,7 +102,7 @@ func (a *Agent) finish(err error) error {
 
 // observe records the topology, logs problems and leader changes once each,
 // and updates the gauges.
-func (a *Agent) observe(topo *topology.Topology, bad []error) {
+func (a *Agent) observe(topo *topology.Topology, bad []k8s.Problem) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.topo = topo
@@ -150,28 +161,4 @@ func (a *Agent) observe(topo *topology.Topology, bad []error) {
 	if len(bad) > 0 {
 		m.problems.WithLabelValues("object", "excluded").Add(float64(len(bad)))
 	}
-}
-
-// meshRanges lists every range that belongs to the mesh: segments, peers,
-// the WireGuard subnet and the cluster's service ranges.
-func meshRanges(topo *topology.Topology) []netip.Prefix {
-	opts := topo.Options()
-	var out []netip.Prefix
-	for i := range topo.Segments {
-		out = append(out, topo.Segments[i].AllowedIPs...)
-	}
-	for _, p := range topo.Peers {
-		out = append(out, p.AllowedIPs...)
-	}
-	if opts.Subnet.IsValid() {
-		out = append(out, opts.Subnet)
-	}
-	out = append(out, opts.ServiceCIDRs...)
-	slices.SortFunc(out, func(x, y netip.Prefix) int {
-		if c := x.Addr().Compare(y.Addr()); c != 0 {
-			return c
-		}
-		return x.Bits() - y.Bits()
-	})
-	return slices.Compact(out)
 }

@@ -91,6 +91,13 @@ func (f *Fake) Heartbeat(_ context.Context, name string) error {
 	return nil
 }
 
+// HeartbeatCount returns the heartbeats of node since its last release.
+func (f *Fake) HeartbeatCount(node string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Heartbeats[node]
+}
+
 // RunHeartbeat implements Backend.
 func (f *Fake) RunHeartbeat(ctx context.Context, name string, every time.Duration) error {
 	t := time.NewTicker(max(every, time.Millisecond))
