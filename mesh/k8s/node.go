@@ -32,15 +32,15 @@ type ParseOptions struct {
 
 // NodeFromObject reads a Node into a topology.Node. It keeps every value it
 // can read and returns one error (a Problem wrapping an AnnotationError) per
-// value it cannot; a missing value (no key yet, no pod CIDR) is no error, the
-// topology reports those.
+// value it cannot, which is then read as if absent; a missing value (no key
+// yet, no pod CIDR) is no error, the topology reports those.
 //
 //   - Location: kilo.squat.ai/location, else the topology label.
 //   - Key: kilo.squat.ai/key, else kilo.squat.ai/public-key.
 //   - InternalIP, InternalIP6: kilo.squat.ai/force-internal-ip ("" or "-"
 //     for none), else kilo.squat.ai/internal-ip, else the status InternalIP
 //     addresses; a family missing from kilo.squat.ai/internal-ip is taken
-//     from the status. A status address has no prefix length, so it becomes a
+//     from the status. An invalid annotation is reported and skipped. A status address has no prefix length, so it becomes a
 //     single-host prefix (/32, /128): its subnet is unknown, and crosssubnet
 //     encapsulation then treats it as in another subnet and encapsulates,
 //     which is always safe. The agent publishes its interface's real prefix
@@ -159,7 +159,9 @@ func (p *nodeParser) internalIPs() (v4, v6 netip.Prefix) {
 		if v4, v6, ok := p.addrList(ForceInternalIPAnnotation, s); ok {
 			return v4, v6
 		}
-	} else if s := a[InternalIPAnnotation]; s != "" {
+		// Invalid: reported, and read as if the annotation were absent.
+	}
+	if s := strings.TrimSpace(a[InternalIPAnnotation]); s != "" {
 		v4, v6, _ = p.addrList(InternalIPAnnotation, s)
 	}
 	var status4, status6 netip.Addr

@@ -1,0 +1,465 @@
+package k8s_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
+	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
+	"github.com/kilofed/kilofed/mesh/topology"
+)
+
+const (
+	keyA = "4jtvKgjTuwyokGD20xKD+dprGSbpy61QRApiAO0kM20="
+	keyB = "Lw+uB7XCFqhSLtDC+0q6Y+L6XRUkypc7OWZ8+RU6yQ0="
+	keyC = "rq3iv0e/ygoFaF5Hc38nwYov6HvfRrUi8mxazIua6Xo="
+)
+
+// counter counts API requests by "METHOD path".
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		c.n[r.Method+" "+r.URL.Path]++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+func (c *counter) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// eventually polls cond every 50 ms until it holds or timeout passes, and
+// returns how long it took.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not true after %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func makeNode(t *testing.T, kube kubernetes.Interface, name string, annotations map[string]string, labels map[string]string, ip string) {
+	t.Helper()
+	ctx := t.Context()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations, Labels: labels}}
+	n.Spec.PodCIDRs = []string{"10.42." + ip[len(ip)-1:] + ".0/24"}
+	n, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain empties the change channel.
+func drain(c <-chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+func byName(nodes []topology.Node, name string) (topology.Node, bool) {
+	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == name })
+	if i < 0 {
+		return topology.Node{}, false
+	}
+	return nodes[i], true
+}
+
+func ready(b k8s.Backend, name string) bool {
+	nodes, _, _ := b.Snapshot()
+	n, ok := byName(nodes, name)
+	return ok && n.Ready
+}
+
+// TestClient runs the backend against a real API server: Snapshot, lease
+// readiness and failover, publishing, Peer status.
+func TestClient(t *testing.T) {
+	env := k8stest.Start(t)
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+
+	region := map[string]string{k8s.DefaultTopologyLabel: "eu"}
+	makeNode(t, kube, "a", map[string]string{k8s.KeyAnnotation: keyA, k8s.LeaderAnnotation: ""}, region, "10.0.1.1")
+	makeNode(t, kube, "b", map[string]string{k8s.KeyAnnotation: keyB}, region, "10.0.1.2")
+	makeNode(t, kube, "c", map[string]string{k8s.LocationAnnotation: "us", k8s.KeyAnnotation: "not-a-key"}, nil, "10.0.2.3")
+
+	scheme := runtimeScheme(t)
+	cl, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seb := &v1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "seb-laptop"}, Spec: v1alpha1.PeerSpec{AllowedIPs: []string{"10.5.100.10/32"}, PublicKey: keyC, PersistentKeepalive: 25}}
+	if err := cl.Create(ctx, seb); err != nil {
+		t.Fatal(err)
+	}
+	bad := &v1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "bad-endpoint"}, Spec: v1alpha1.PeerSpec{AllowedIPs: []string{"10.5.100.11/32"}, PublicKey: keyC}}
+	if err := cl.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	// A bad endpoint passes the schema (free-form) and is reported.
+	patch := []byte(`{"spec":{"endpoint":"gw.example.com"}}`)
+	if err := cl.Patch(ctx, bad, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+
+	requests := &counter{n: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(requests.wrap)
+	const leaseDuration = 2 * time.Second
+	b, err := k8s.New(ctx, k8s.Config{RESTConfig: cfg, LeaseDuration: leaseDuration})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Agents of a and b heartbeat; c has no agent.
+	heartbeat := func(node string) context.CancelFunc {
+		hctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = b.RunHeartbeat(hctx, node, 0) }()
+		return func() { cancel(); <-done }
+	}
+	stopA := heartbeat("a")
+	defer stopA()
+	stopB := heartbeat("b")
+
+	t.Run("snapshot", func(t *testing.T) {
+		eventually(t, 10*leaseDuration, "a and b ready", func() bool { return ready(b, "a") && ready(b, "b") })
+		nodes, peers, problems := b.Snapshot()
+		var names []string
+		for _, n := range nodes {
+			names = append(names, n.Name)
+		}
+		if !slices.Equal(names, []string{"a", "b", "c"}) {
+			t.Errorf("nodes = %v, want a b c", names)
+		}
+		a, _ := byName(nodes, "a")
+		if a.Location != "eu" || !a.Leader || a.Key.String() != keyA || a.InternalIP != netip.MustParsePrefix("10.0.1.1/32") ||
+			len(a.PodCIDRs) != 1 || a.PodCIDRs[0] != netip.MustParsePrefix("10.42.1.0/24") {
+			t.Errorf("node a = %+v", a)
+		}
+		if c, _ := byName(nodes, "c"); c.Ready || c.Location != "us" {
+			t.Errorf("node c (no lease) = %+v, want not ready in us", c)
+		}
+		if len(peers) != 1 || peers[0].Name != "seb-laptop" || peers[0].PersistentKeepalive != 25*time.Second || peers[0].Created.IsZero() {
+			t.Errorf("peers = %+v, want only seb-laptop", peers)
+		}
+		var got []string
+		for _, p := range problems {
+			got = append(got, p.Error())
+		}
+		want := []string{
+			`node "c": annotation kilo.squat.ai/key="not-a-key" is invalid: want a WireGuard public key: 44 base64 characters as printed by ` + "`wg pubkey`",
+			`peer "bad-endpoint": invalid peer: endpoint: invalid endpoint "gw.example.com": not host:port`,
+		}
+		if len(got) != 2 || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]) {
+			t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("failover: a node whose lease stops is not ready within the lease duration", func(t *testing.T) {
+		drain(b.Changes())
+		stopB()
+		took := eventually(t, 5*leaseDuration, "b not ready", func() bool { return !ready(b, "b") })
+		t.Logf("b not ready %v after its last heartbeat was stopped (lease duration %v)", took, leaseDuration)
+		select {
+		case <-b.Changes():
+		case <-time.After(time.Second):
+			t.Error("no change signalled when b's lease expired")
+		}
+		if !ready(b, "a") {
+			t.Error("a lost readiness too")
+		}
+		stopB = heartbeat("b")
+		eventually(t, 5*leaseDuration, "b ready again", func() bool { return ready(b, "b") })
+	})
+
+	t.Run("released lease: not ready at once", func(t *testing.T) {
+		stopA()
+		if err := b.ReleaseHeartbeat(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		took := eventually(t, leaseDuration, "a not ready", func() bool { return !ready(b, "a") })
+		t.Logf("a not ready %v after its lease was deleted", took)
+		stopA = heartbeat("a")
+		eventually(t, 5*leaseDuration, "a ready again", func() bool { return ready(b, "a") })
+	})
+
+	t.Run("data-plane probe", func(t *testing.T) {
+		drain(b.Changes())
+		b.SetForwarding("b", false)
+		if ready(b, "b") {
+			t.Error("b ready although marked not forwarding")
+		}
+		select {
+		case <-b.Changes():
+		case <-time.After(time.Second):
+			t.Error("no change signalled")
+		}
+		b.SetForwarding("b", true)
+		if !ready(b, "b") {
+			t.Error("b not ready after forwarding again")
+		}
+	})
+
+	t.Run("publish only when changed", func(t *testing.T) {
+		path := "PATCH /api/v1/nodes/c"
+		pub := k8s.NodeAnnotations{Key: mustKey(t, keyC), Endpoint: ":51821", InternalIP: netip.MustParsePrefix("10.0.2.3/24"),
+			WireGuardIP: netip.MustParsePrefix("10.4.0.2/16"), Granularity: topology.LocationGranularity}
+		if err := b.PublishNode(ctx, "c", pub); err != nil {
+			t.Fatal(err)
+		}
+		if got := requests.get(path); got != 1 {
+			t.Fatalf("patches = %d, want 1", got)
+		}
+		eventually(t, 10*time.Second, "cache sees c's key", func() bool {
+			nodes, _, _ := b.Snapshot()
+			c, _ := byName(nodes, "c")
+			return c.Key.String() == keyC && c.InternalIP == netip.MustParsePrefix("10.0.2.3/24")
+		})
+		for range 3 {
+			if err := b.PublishNode(ctx, "c", pub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := requests.get(path); got != 1 {
+			t.Errorf("patches = %d after publishing the same annotations again, want 1", got)
+		}
+		pub.WireGuardIP = netip.Prefix{}
+		if err := b.PublishNode(ctx, "c", pub); err != nil {
+			t.Fatal(err)
+		}
+		n, err := kube.CoreV1().Nodes().Get(ctx, "c", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, has := n.Annotations[k8s.WireGuardIPAnnotation]; has || requests.get(path) != 2 {
+			t.Errorf("after removing the WireGuard IP: annotations %v, %d patches", n.Annotations, requests.get(path))
+		}
+		if n.Annotations[k8s.EndpointAnnotation] != ":51821" || n.Annotations[k8s.GranularityAnnotation] != "location" || n.Annotations[k8s.LocationAnnotation] != "us" {
+			t.Errorf("annotations = %v", n.Annotations)
+		}
+		err = b.PublishNode(ctx, "nowhere", pub)
+		if !errors.Is(err, k8s.ErrNotFound) {
+			t.Errorf("publish to a missing node: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("status writes and kubelet heartbeats do not signal", func(t *testing.T) {
+		time.Sleep(200 * time.Millisecond)
+		drain(b.Changes())
+		n, err := kube.CoreV1().Nodes().Get(ctx, "b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Second))
+		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setStatus(t, b, "seb-laptop", 100)
+		select {
+		case <-b.Changes():
+			t.Error("a change was signalled for a Node status heartbeat or a Peer status write")
+		case <-time.After(time.Second):
+		}
+	})
+
+	t.Run("peer status", func(t *testing.T) {
+		setStatus(t, b, "seb-laptop", 200)
+		var p v1alpha1.Peer
+		if err := cl.Get(ctx, client.ObjectKey{Name: "seb-laptop"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+		if p.Status.RxBytes != 200 || p.Status.Endpoint != "198.51.100.20:40000" || c == nil || c.Status != metav1.ConditionTrue || p.Status.ObservedGeneration != p.Generation {
+			t.Errorf("status = %+v", p.Status)
+		}
+		// Once the cache holds the written status, writing it again is no request.
+		put := "PUT /apis/kilo.squat.ai/v1alpha1/peers/seb-laptop/status"
+		eventually(t, 10*time.Second, "an unchanged status is not written", func() bool {
+			before := requests.get(put)
+			setStatus(t, b, "seb-laptop", 200)
+			return requests.get(put) == before
+		})
+		if err := b.UpdatePeerStatus(ctx, "nobody", func(*v1alpha1.Peer) {}); !errors.Is(err, k8s.ErrNotFound) {
+			t.Errorf("status of a missing peer: %v, want ErrNotFound", err)
+		}
+	})
+	stopB()
+}
+
+// setStatus writes a Ready status with rx bytes.
+func setStatus(t *testing.T, b k8s.Backend, name string, rx int64) {
+	t.Helper()
+	hs := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	err := b.UpdatePeerStatus(t.Context(), name, func(p *v1alpha1.Peer) {
+		p.Status.ObservedGeneration = p.Generation
+		p.Status.LatestHandshake = &hs
+		p.Status.Endpoint = "198.51.100.20:40000"
+		p.Status.RxBytes = rx
+		p.Status.Node = "a"
+		meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonHandshake, Message: "handshake seen", ObservedGeneration: p.Generation})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustKey(t *testing.T, s string) wgtypes.Key {
+	t.Helper()
+	k, err := wgtypes.ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestClientRBAC runs an agent's calls as the kube-system/kilo
+// ServiceAccount with only the committed RBAC.
+func TestClientRBAC(t *testing.T) {
+	env := k8stest.Start(t)
+	ctx := t.Context()
+	applyFile(t, env.Config, filepath.Join("..", "config", "rbac", "agent.yaml"))
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	makeNode(t, kube, "a", nil, nil, "10.0.1.1")
+	cl, err := client.New(env.Config, client.Options{Scheme: runtimeScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Create(ctx, &v1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.PeerSpec{AllowedIPs: []string{"10.5.100.10/32"}, PublicKey: keyC}}); err != nil {
+		t.Fatal(err)
+	}
+	user, err := env.Environment.ControlPlane.AddUser(envtest.User{Name: "system:serviceaccount:kube-system:kilo"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := k8s.New(ctx, k8s.Config{RESTConfig: user.Config(), LeaseDuration: time.Second})
+	if err != nil {
+		t.Fatalf("New as the agent: %v", err)
+	}
+	if err := b.Heartbeat(ctx, "a"); err != nil {
+		t.Errorf("heartbeat: %v", err)
+	}
+	if err := b.Heartbeat(ctx, "a"); err != nil {
+		t.Errorf("second heartbeat: %v", err)
+	}
+	eventually(t, 10*time.Second, "a ready", func() bool { return ready(b, "a") })
+	if err := b.PublishNode(ctx, "a", k8s.NodeAnnotations{Key: mustKey(t, keyA)}); err != nil {
+		t.Errorf("publish: %v", err)
+	}
+	setStatus(t, b, "p", 1)
+	if err := b.ReleaseHeartbeat(ctx, "a"); err != nil {
+		t.Errorf("release: %v", err)
+	}
+	// Nothing more: the agent may not touch other namespaces' Leases.
+	other := kubernetes.NewForConfigOrDie(user.Config())
+	if _, err := other.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list leases in default: %v, want Forbidden", err)
+	}
+}
+
+// TestNewWithoutCRD checks the error when the Peer CRD is missing.
+func TestNewWithoutCRD(t *testing.T) {
+	env := k8stest.Start(t)
+	ext := &unstructured.Unstructured{}
+	ext.SetAPIVersion("apiextensions.k8s.io/v1")
+	ext.SetKind("CustomResourceDefinition")
+	ext.SetName(v1alpha1.PeerCRDName)
+	cl, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(t.Context(), ext); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "CRD gone", func() bool {
+		err := cl.Get(t.Context(), client.ObjectKey{Name: v1alpha1.PeerCRDName}, ext)
+		return apierrors.IsNotFound(err)
+	})
+	var err2 error
+	eventually(t, 30*time.Second, "New fails", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, err2 = k8s.New(ctx, k8s.Config{RESTConfig: env.Config})
+		return err2 != nil
+	})
+	if !errors.Is(err2, k8s.ErrNoPeerCRD) || !strings.Contains(err2.Error(), "kubectl apply -f") {
+		t.Errorf("New = %v, want ErrNoPeerCRD with how to install it", err2)
+	}
+}
+
+// applyFile creates every object of a multi-document YAML file.
+func applyFile(t *testing.T, cfg *rest.Config, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				return
+			}
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := cl.Create(t.Context(), u); err != nil {
+			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
