@@ -72,7 +72,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 	}
 	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	etcd, err := l.startProcess(procSpec{name: c.Name + "-etcd", argv: []string{
+	etcd, err := l.startProcess(procSpec{name: c.Name + "-etcd", tier: 3, argv: []string{
 		filepath.Join(l.bins, "etcd"),
 		"--name=default",
 		"--data-dir=" + filepath.Join(dir, "etcd"),
@@ -92,7 +92,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		return fmt.Errorf("etcd of %s: %w", c.Name, err)
 	}
 
-	apiserver, err := l.startProcess(procSpec{name: c.Name + "-kube-apiserver", argv: []string{
+	apiserver, err := l.startProcess(procSpec{name: c.Name + "-kube-apiserver", tier: 2, argv: []string{
 		filepath.Join(l.bins, "kube-apiserver"),
 		"--bind-address=" + c.APIServerIP.String(),
 		"--advertise-address=" + c.APIServerIP.String(),
@@ -145,7 +145,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--node-cidr-mask-size=" + strconv.Itoa(c.spec.NodeCIDRMaskSize),
 		"--profiling=false",
 	}
-	kcm, err := l.startProcess(procSpec{name: c.Name + "-kube-controller-manager", argv: kcmArgs})
+	kcm, err := l.startProcess(procSpec{name: c.Name + "-kube-controller-manager", tier: 1, argv: kcmArgs})
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,12 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
 	"strings"
+	"syscall"
 )
 
 // Sysctls of every lab namespace: forward, no reverse-path filter (the mesh
@@ -151,6 +153,9 @@ func (l *Lab) buildNode(ctx context.Context, host, r *nsConn, n *Node) error {
 		return err
 	}
 	hostEnd := mgmtHostLink(l.Spec.Name, n.global)
+	// Deleting the namespace would destroy the veth too, but asynchronously:
+	// delete it at once so that nothing is seen left behind.
+	l.addUndo("delete link "+hostEnd, func() error { return delHostLink(hostEnd) })
 	if err := ns.addVeth(NodeMgmtLink, hostEnd, host); err != nil {
 		return err
 	}
@@ -209,7 +214,7 @@ func delHostLink(name string) error {
 	if err != nil {
 		return nil //nolint:nilerr // already gone
 	}
-	if err := host.h.LinkDel(link); err != nil {
+	if err := host.h.LinkDel(link); err != nil && !errors.Is(err, syscall.ENODEV) {
 		return fmt.Errorf("delete link %s: %w", name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 )
@@ -17,9 +18,11 @@ type Process struct {
 	// LogPath is the file that receives its standard output and error.
 	LogPath string
 
-	pid  int
-	done chan struct{}
-	err  error // exit error, set before done is closed
+	pid    int
+	tier   int // Close stops low tiers first: see procSpec.tier
+	logger *slog.Logger
+	done   chan struct{}
+	err    error // exit error, set before done is closed
 }
 
 // Pid returns the process id (also its process group id).

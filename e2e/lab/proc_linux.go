@@ -24,6 +24,10 @@ type procSpec struct {
 	netns string   // run inside this namespace via `ip netns exec`; "" = host
 	argv  []string // command and arguments
 	env   []string // added to the lab's environment
+	// tier orders Close: 0 (node processes) stop first, then 1
+	// (controller managers), 2 (API servers) and 3 (etcd), so that no
+	// server waits for clients that are about to go.
+	tier int
 }
 
 // startProcess starts a process in its own process group with its output in
@@ -62,7 +66,7 @@ func (l *Lab) startProcess(ps procSpec) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", ps.name, argv[0], err)
 	}
-	p := &Process{Name: ps.name, Netns: ps.netns, LogPath: logPath, pid: cmd.Process.Pid, done: make(chan struct{})}
+	p := &Process{Name: ps.name, Netns: ps.netns, LogPath: logPath, pid: cmd.Process.Pid, tier: ps.tier, logger: l.logger, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -95,6 +99,7 @@ func (p *Process) Stop() error {
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
+			p.logger.Info("process ignored SIGTERM, killing it", "name", p.Name, "pid", p.pid, "grace", stopGrace)
 		}
 	}
 	return p.Kill()

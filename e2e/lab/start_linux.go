@@ -220,13 +220,17 @@ func (l *Lab) Close() error {
 	l.mu.Lock()
 	procs := append([]*Process(nil), l.procs...)
 	l.mu.Unlock()
-	perrs := make([]error, len(procs))
-	var wg sync.WaitGroup
-	for i, p := range procs {
-		wg.Go(func() { perrs[i] = p.Stop() })
+	for tier := 0; tier <= 3; tier++ {
+		perrs := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
+			if p.tier == tier || (tier == 3 && p.tier > 3) {
+				wg.Go(func() { perrs[i] = p.Stop() })
+			}
+		}
+		wg.Wait()
+		errs = append(errs, perrs...)
 	}
-	wg.Wait()
-	errs = append(errs, perrs...)
 	if err := l.killStragglers(); err != nil {
 		errs = append(errs, err)
 	}

@@ -44,7 +44,7 @@ func sweepAll(ctx context.Context) ([]string, error) {
 		links, _ := host.h.LinkList()
 		for _, link := range links {
 			if name := link.Attrs().Name; strings.HasPrefix(name, Prefix) {
-				if err := host.h.LinkDel(link); err != nil {
+				if err := host.h.LinkDel(link); err != nil && !errors.Is(err, syscall.ENODEV) {
 					errs = append(errs, fmt.Errorf("delete link %s: %w", name, err))
 					continue
 				}
