@@ -86,18 +86,22 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 
 	var enc encap.Encapsulator
 	if topo.Encapsulate != topology.EncapsulateNever {
-		kind := encap.Kind("")
-		if o.tunnel != "auto" {
-			if kind, err = encap.ParseKind(o.tunnel); err != nil {
-				return fmt.Errorf("--tunnel: %w", err)
-			}
+		var kind encap.Kind
+		if o.tunnel == "auto" {
+			kind, err = encap.Detect()
+		} else {
+			kind, err = encap.ParseKind(o.tunnel)
 		}
+		if err != nil {
+			return fmt.Errorf("--tunnel=%s: %w", o.tunnel, err)
+		}
+		topo.TunnelNextHop = kind.NextHop
 		enc, err = encap.New(encap.Options{Kind: kind, Local: internal.Addr(), Underlay: underlay, Logger: log.With("component", "encap")})
 		if err != nil {
 			return fmt.Errorf("encapsulation (--encapsulate=%s): %w; use --encapsulate=never if nodes of a location route pod traffic natively", topo.Encapsulate, err)
 		}
 		topo.Links.Tunnel = enc.Link()
-		log.Info("encapsulation ready", "link", enc.Link())
+		log.Info("encapsulation ready", "kind", kind, "link", enc.Link())
 	}
 	wgMTU := 0
 	if o.mtu == "auto" {

@@ -57,6 +57,23 @@ type Options struct {
 	// to one segment so that an external peer reaches ClusterIPs and the
 	// cluster DNS.
 	ServiceCIDRs []netip.Prefix
+	// TunnelNextHop says how a route to dst reaches, through Links.Tunnel,
+	// the node whose underlay address is remote: the gateway, whether the
+	// route needs onlink, and whether the tunnel can carry dst at all. The
+	// agent passes its encapsulation's rule (encap.Kind.NextHop); nil means
+	// IPv4 via the remote's address, onlink, and no IPv6 through the tunnel.
+	TunnelNextHop func(dst netip.Prefix, remote netip.Addr) (gw netip.Addr, onLink, ok bool)
+}
+
+func (o Options) tunnelNextHop(dst netip.Prefix, remote netip.Addr) (netip.Addr, bool, bool) {
+	if o.TunnelNextHop != nil {
+		return o.TunnelNextHop(dst, remote)
+	}
+	remote = remote.Unmap()
+	if dst.Addr().Is4() && remote.Is4() {
+		return remote, true, true
+	}
+	return netip.Addr{}, false, false
 }
 
 // Links names the links that routes leave through.

@@ -118,7 +118,11 @@ func (p *plan) via(next *member, dst netip.Prefix) {
 	}
 	self := p.m.internal(dst.Addr())
 	if p.t.encapsulate(p.m, next) {
-		p.add(route.Route{Dst: dst, Gw: gw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), OnLink: true})
+		tgw, onLink, ok := p.t.opts.tunnelNextHop(dst, remote)
+		if !ok {
+			return
+		}
+		p.add(route.Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), OnLink: onLink})
 		p.remotes = append(p.remotes, remote)
 		return
 	}
@@ -148,8 +152,9 @@ func (p *plan) encapsulateHostTraffic(mate *member) {
 				added = true
 			}
 		}
-		if added {
-			p.add(route.Route{Dst: dst, Gw: other.Addr(), Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), Table: p.t.opts.Table, OnLink: true})
+		tgw, onLink, ok := p.t.opts.tunnelNextHop(dst, remote)
+		if added && ok {
+			p.add(route.Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), Table: p.t.opts.Table, OnLink: onLink})
 			p.remotes = append(p.remotes, remote)
 		}
 	}

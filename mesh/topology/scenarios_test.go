@@ -2,6 +2,8 @@ package topology
 
 import (
 	"time"
+
+	"github.com/kilofed/kilofed/mesh/encap"
 )
 
 type scenario struct {
@@ -93,7 +95,7 @@ func scenarios() []scenario {
 		{name: "dead-leader", nodes: deadLeader, opts: Options{Links: links}},
 		{name: "forced-leader", nodes: forced, opts: Options{Links: links}},
 		{name: "bad-nodes", nodes: bad, peers: []Peer{laptopPeer()}, opts: seedSubnet},
-		{name: "dual-stack", nodes: dual, opts: Options{Links: links, Encapsulate: EncapsulateCrossSubnet}},
+		{name: "dual-stack", nodes: dual, opts: Options{Links: links, Encapsulate: EncapsulateCrossSubnet, TunnelNextHop: encap.KindVXLAN.NextHop}},
 	}
 }
 
