@@ -8,8 +8,12 @@ import (
 )
 
 func TestPlanFor(t *testing.T) {
-	tcp := func(p int32) corev1.ContainerPort { return corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolTCP} }
-	udp := func(p int32) corev1.ContainerPort { return corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolUDP} }
+	tcp := func(p int32) corev1.ContainerPort {
+		return corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolTCP}
+	}
+	udp := func(p int32) corev1.ContainerPort {
+		return corev1.ContainerPort{ContainerPort: p, Protocol: corev1.ProtocolUDP}
+	}
 	tests := []struct {
 		name string
 		c    corev1.Container

@@ -50,7 +50,9 @@ func TestPodStatus(t *testing.T) {
 	running := func(ready bool) containerSnapshot {
 		return containerSnapshot{Name: "app", Image: "http-echo", Running: true, StartedAt: t0, Ready: ready}
 	}
-	exit := func(code int32) *exitInfo { return &exitInfo{ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second)} }
+	exit := func(code int32) *exitInfo {
+		return &exitInfo{ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
+	}
 	const scheduled = "condition PodScheduled=True  \n"
 	tests := []struct {
 		name string
