@@ -1,0 +1,169 @@
+package lab
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSpecDefaults(t *testing.T) {
+	a := netip.MustParseAddr
+	p := netip.MustParsePrefix
+	tests := []struct {
+		name string
+		spec Spec
+		want Spec
+	}{{
+		name: "seed cluster keeps the seed's addresses and fills the rest",
+		spec: Spec{Name: "t1", Clusters: []ClusterSpec{SeedClusterSpec()}},
+		want: Spec{Name: "t1", Clusters: []ClusterSpec{{
+			Name: "c1", PodCIDR: p("10.10.0.0/16"), ServiceCIDR: p("10.20.0.0/16"), WireGuardSubnet: p("10.5.0.0/16"),
+			NodeCIDRMaskSize: 24, ClusterDNS: a("10.20.0.10"), ClusterDomain: "cluster.local",
+			Locations: []LocationSpec{
+				{Name: "cn-beijing", LAN: p("10.0.1.0/24"), PublicIP: a("198.51.100.1"), Nodes: []NodeSpec{
+					{Name: "node-beijing", LANIP: a("10.0.1.10"), PublicIP: a("203.0.113.10"), Labels: map[string]string{RegionLabel: "cn-beijing"}},
+					{Name: "node-beijing-2", LANIP: a("10.0.1.11"), PublicIP: a("203.0.113.11"), Labels: map[string]string{RegionLabel: "cn-beijing"}},
+				}},
+				{Name: "cn-shanghai", LAN: p("10.0.2.0/24"), PublicIP: a("198.51.100.2"), Nodes: []NodeSpec{
+					{Name: "node-shanghai", LANIP: a("10.0.2.20"), PublicIP: a("198.51.100.20"), Labels: map[string]string{RegionLabel: "cn-shanghai"}},
+					{Name: "node-shanghai-2", LANIP: a("10.0.2.10"), PublicIP: a("203.0.113.12"), Labels: map[string]string{RegionLabel: "cn-shanghai"}},
+				}},
+			},
+		}}},
+	}, {
+		name: "second cluster gets the seed's DR ranges; NAT nodes get no public IP; labels may override the region",
+		spec: Spec{Name: "t2", Clusters: []ClusterSpec{
+			{Locations: []LocationSpec{{Nodes: []NodeSpec{{}}}}},
+			{Name: "dr", Locations: []LocationSpec{{NAT: true, Nodes: []NodeSpec{{Labels: map[string]string{RegionLabel: "eu"}}}}}},
+		}},
+		want: Spec{Name: "t2", Clusters: []ClusterSpec{{
+			Name: "c1", PodCIDR: p("10.10.0.0/16"), ServiceCIDR: p("10.20.0.0/16"), WireGuardSubnet: p("10.5.0.0/16"),
+			NodeCIDRMaskSize: 24, ClusterDNS: a("10.20.0.10"), ClusterDomain: "cluster.local",
+			Locations: []LocationSpec{{Name: "loc1", LAN: p("10.0.1.0/24"), PublicIP: a("198.51.100.1"), Nodes: []NodeSpec{
+				{Name: "loc1-1", LANIP: a("10.0.1.10"), PublicIP: a("203.0.113.10"), Labels: map[string]string{RegionLabel: "loc1"}},
+			}}},
+		}, {
+			Name: "dr", PodCIDR: p("10.11.0.0/16"), ServiceCIDR: p("10.21.0.0/16"), WireGuardSubnet: p("10.6.0.0/16"),
+			NodeCIDRMaskSize: 24, ClusterDNS: a("10.21.0.10"), ClusterDomain: "cluster.local",
+			Locations: []LocationSpec{{Name: "loc1", LAN: p("10.0.2.0/24"), NAT: true, PublicIP: a("198.51.100.2"), Nodes: []NodeSpec{
+				{Name: "loc1-1", LANIP: a("10.0.2.10"), Labels: map[string]string{RegionLabel: "eu"}},
+			}}},
+		}}},
+	}, {
+		name: "default LANs skip explicit ones",
+		spec: Spec{Name: "t3", Clusters: []ClusterSpec{{Locations: []LocationSpec{
+			{Nodes: []NodeSpec{{}}}, {LAN: p("10.0.1.0/24"), Nodes: []NodeSpec{{}}},
+		}}}},
+		want: Spec{Name: "t3", Clusters: []ClusterSpec{{
+			Name: "c1", PodCIDR: p("10.10.0.0/16"), ServiceCIDR: p("10.20.0.0/16"), WireGuardSubnet: p("10.5.0.0/16"),
+			NodeCIDRMaskSize: 24, ClusterDNS: a("10.20.0.10"), ClusterDomain: "cluster.local",
+			Locations: []LocationSpec{
+				{Name: "loc1", LAN: p("10.0.2.0/24"), PublicIP: a("198.51.100.1"), Nodes: []NodeSpec{
+					{Name: "loc1-1", LANIP: a("10.0.2.10"), PublicIP: a("203.0.113.10"), Labels: map[string]string{RegionLabel: "loc1"}},
+				}},
+				{Name: "loc2", LAN: p("10.0.1.0/24"), PublicIP: a("198.51.100.2"), Nodes: []NodeSpec{
+					{Name: "loc2-1", LANIP: a("10.0.1.10"), PublicIP: a("203.0.113.11"), Labels: map[string]string{RegionLabel: "loc2"}},
+				}},
+			},
+		}}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.spec.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := got.validate(); err != nil {
+				t.Errorf("defaults do not validate: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y }),
+				cmp.Comparer(func(x, y netip.Prefix) bool { return x == y })); diff != "" {
+				t.Errorf("withDefaults (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSpecDefaultsDoNotTouchTheCaller(t *testing.T) {
+	spec := Spec{Clusters: []ClusterSpec{SeedClusterSpec()}}
+	if _, err := spec.withDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Name != "" || spec.Clusters[0].Name != "" || spec.Clusters[0].Locations[0].Nodes[1].LANIP.IsValid() ||
+		spec.Clusters[0].Locations[0].Nodes[0].Labels != nil {
+		t.Errorf("withDefaults changed its receiver: %+v", spec)
+	}
+	s1, _ := Spec{Clusters: spec.Clusters}.withDefaults()
+	s2, _ := Spec{Clusters: spec.Clusters}.withDefaults()
+	if s1.Name == s2.Name || !runIDRe.MatchString(s1.Name) {
+		t.Errorf("random run ids %q and %q: want two different [a-z0-9]{1,6}", s1.Name, s2.Name)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	a := netip.MustParseAddr
+	p := netip.MustParsePrefix
+	one := func(mod func(c *ClusterSpec)) Spec {
+		c := ClusterSpec{Locations: []LocationSpec{{Nodes: []NodeSpec{{Name: "n1"}, {Name: "n2"}}}}}
+		mod(&c)
+		return Spec{Name: "v", Clusters: []ClusterSpec{c}}
+	}
+	tests := []struct {
+		name string
+		spec Spec
+		want string // substring of the error
+	}{
+		{name: "no clusters", spec: Spec{Name: "v"}, want: "no clusters"},
+		{name: "bad run id", spec: Spec{Name: "Toolong1", Clusters: []ClusterSpec{{Locations: []LocationSpec{{Nodes: []NodeSpec{{}}}}}}}, want: "Spec.Name"},
+		{name: "duplicate node", spec: one(func(c *ClusterSpec) { c.Locations[0].Nodes[1].Name = "n1" }), want: "two nodes of the cluster"},
+		{name: "node name not a DNS label", spec: one(func(c *ClusterSpec) { c.Locations[0].Nodes[0].Name = "N_1" }), want: "not a DNS label"},
+		{name: "pod CIDR overlaps service CIDR", spec: one(func(c *ClusterSpec) { c.ServiceCIDR = p("10.10.128.0/17") }), want: "overlaps"},
+		{name: "LAN in the management range", spec: one(func(c *ClusterSpec) { c.Locations[0].LAN = p("100.64.5.0/24") }), want: "management range"},
+		{name: "this machine's network", spec: one(func(c *ClusterSpec) { c.PodCIDR = p("192.0.2.0/24") }), want: "this machine's network"},
+		{name: "LAN IP outside the LAN", spec: one(func(c *ClusterSpec) { c.Locations[0].Nodes[0].LANIP = a("10.9.9.9") }), want: "not a host address"},
+		{name: "LAN IP is the router", spec: one(func(c *ClusterSpec) { c.Locations[0].Nodes[0].LANIP = a("10.0.1.1") }), want: "is taken"},
+		{name: "public IP not documentation", spec: one(func(c *ClusterSpec) { c.Locations[0].Nodes[0].PublicIP = a("8.8.8.8") }), want: "outside"},
+		{name: "public IP on a NAT node", spec: one(func(c *ClusterSpec) {
+			c.Locations[0].NAT = true
+			c.Locations[0].Nodes[0].PublicIP = a("203.0.113.50")
+		}), want: "behind NAT"},
+		{name: "public IP taken twice", spec: one(func(c *ClusterSpec) {
+			c.Locations[0].Nodes[0].PublicIP = a("203.0.113.50")
+			c.Locations[0].Nodes[1].PublicIP = a("203.0.113.50")
+		}), want: "already used"},
+		{name: "public IP is the WAN host", spec: one(func(c *ClusterSpec) { c.Locations[0].PublicIP = WANHostIP }), want: "WAN host"},
+		{name: "IPv6", spec: one(func(c *ClusterSpec) { c.PodCIDR = p("fd10::/56") }), want: "IPv4 only"},
+		{name: "node CIDR mask too short", spec: one(func(c *ClusterSpec) { c.NodeCIDRMaskSize = 16 }), want: "NodeCIDRMaskSize"},
+		{name: "namespace names collide", spec: one(func(c *ClusterSpec) {
+			c.Locations[0].Name = "x"
+			c.Locations[0].Nodes[0].Name = "x-r"
+		}), want: "share the namespace name"},
+		{name: "DNS outside the service CIDR", spec: one(func(c *ClusterSpec) { c.ClusterDNS = a("10.99.0.10") }), want: "cluster DNS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := tt.spec.withDefaults()
+			if err == nil {
+				err = s.validate()
+			}
+			if err == nil || !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want ErrInvalidSpec containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLinkNamesFit(t *testing.T) {
+	const run = "abcdef" // the longest run id
+	for _, name := range []string{mgmtBridge(run), mgmtHostLink(run, 9999), routerPortLink(9999), wanPortLink(9999)} {
+		if len(name) > 15 {
+			t.Errorf("link name %q is longer than 15 characters", name)
+		}
+		if !strings.HasPrefix(name, "kfl") {
+			t.Errorf("link name %q does not start with kfl", name)
+		}
+	}
+}
