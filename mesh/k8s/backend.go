@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		informers.WithNamespace(cfg.LeaseNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LeaseLabel })).
 		Coordination().V1().Leases().Informer()
-	c.peers = cache.NewSharedIndexInformer(cache.NewListWatchFromClient(peerAPI, v1alpha1.PeerPlural, "", everything()),
+	c.peers = cache.NewSharedIndexInformer(cache.NewListWatchFromClient(peerAPI, v1alpha1.PeerPlural, "", fields.Everything()),
 		&v1alpha1.Peer{}, 0, cache.Indexers{})
 	if err := c.addHandlers(leaseInformer); err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 )
-
-func everything() fields.Selector { return fields.Everything() }
 
 // peerScheme knows the Peer types, for the Peer REST client.
 var peerScheme = func() *runtime.Scheme {
@@ -86,15 +83,15 @@ func (c *Client) addHandlers(leaseInformer cache.SharedIndexInformer) error {
 		DeleteFunc: func(any) { c.signal() },
 	})
 	_, errL := leaseInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// A renewal of a fresh lease changes nothing: only a lease turning
+		// fresh is checked at once; expiries are found by watchReadiness.
 		AddFunc: func(obj any, initial bool) {
-			if l, ok := obj.(*coordinationv1.Lease); ok {
-				c.leases.observe(l, c.now(), initial)
+			if l, ok := obj.(*coordinationv1.Lease); ok && c.leases.observe(l, c.now(), initial, c.cfg.LeaseDuration) {
 				c.checkReadiness()
 			}
 		},
 		UpdateFunc: func(_, obj any) {
-			if l, ok := obj.(*coordinationv1.Lease); ok {
-				c.leases.observe(l, c.now(), false)
+			if l, ok := obj.(*coordinationv1.Lease); ok && c.leases.observe(l, c.now(), false, c.cfg.LeaseDuration) {
 				c.checkReadiness()
 			}
 		},

@@ -67,11 +67,12 @@ func leaseVersion(l *coordinationv1.Lease) string {
 }
 
 // observe records l as seen at now; a Lease from the informer's initial
-// list does not count as an observed renewal.
-func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool) {
+// list does not count as an observed renewal. It reports whether the node's
+// lease turned fresh, judged with lease duration d.
+func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool, d time.Duration) bool {
 	node := leaseNode(l)
 	if node == "" {
-		return
+		return false
 	}
 	v := leaseVersion(l)
 	ls.mu.Lock()
@@ -80,9 +81,12 @@ func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool) 
 	switch {
 	case initial && !ok:
 		ls.seen[node] = renewal{version: v}
+		return false
 	case !ok || old.version != v:
 		ls.seen[node] = renewal{version: v, at: now}
+		return !LeaseFresh(old.at, now, d)
 	}
+	return false
 }
 
 // forget drops a deleted Lease: its node is no longer ready.

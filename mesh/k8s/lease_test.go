@@ -69,6 +69,12 @@ func TestLeaseTracking(t *testing.T) {
 	t0 := time.Now()
 	wall := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) // the renewing node's clock, never compared
 	ls := newLeases()
+	step := ""
+	turned := func(got, want bool) {
+		if got != want {
+			t.Errorf("%s: observe reported turned fresh = %v, want %v", step, got, want)
+		}
+	}
 	steps := []struct {
 		name  string
 		do    func()
@@ -79,32 +85,38 @@ func TestLeaseTracking(t *testing.T) {
 		{
 			name: "initial list: known but not yet seen renewing",
 			do: func() {
-				ls.observe(lease("kilo-a", "a", wall), t0, true)
-				ls.observe(lease("kilo-b", "", wall), t0, true) // holder from the name
+				turned(ls.observe(lease("kilo-a", "a", wall), t0, true, d), false)
+				turned(ls.observe(lease("kilo-b", "", wall), t0, true, d), false) // holder from the name
 			},
 			want: map[string]bool{"a": false, "b": false}, unobs: true,
 		},
 		{
 			name: "a renews",
-			do:   func() { ls.observe(lease("kilo-a", "a", wall.Add(time.Second)), t0.Add(time.Second), false) },
+			do: func() {
+				turned(ls.observe(lease("kilo-a", "a", wall.Add(time.Second)), t0.Add(time.Second), false, d), true)
+			},
 			at:   time.Second,
 			want: map[string]bool{"a": true, "b": false}, unobs: true,
 		},
 		{
 			name: "b renews with a renewTime an hour behind: only the change counts",
-			do:   func() { ls.observe(lease("kilo-b", "b", wall.Add(-time.Hour)), t0.Add(2*time.Second), false) },
+			do: func() {
+				turned(ls.observe(lease("kilo-b", "b", wall.Add(-time.Hour)), t0.Add(2*time.Second), false, d), true)
+			},
 			at:   2 * time.Second,
 			want: map[string]bool{"a": true, "b": true},
 		},
 		{
 			name: "a resent unchanged (resync) does not count as a renewal",
-			do:   func() { ls.observe(lease("kilo-a", "a", wall.Add(time.Second)), t0.Add(3500*time.Millisecond), false) },
+			do: func() {
+				turned(ls.observe(lease("kilo-a", "a", wall.Add(time.Second)), t0.Add(3500*time.Millisecond), false, d), false)
+			},
 			at:   4 * time.Second,
 			want: map[string]bool{"a": false, "b": true},
 		},
 		{
 			name: "c appears after the initial list: a live renewal",
-			do:   func() { ls.observe(lease("kilo-c", "c", wall), t0.Add(4*time.Second), false) },
+			do:   func() { turned(ls.observe(lease("kilo-c", "c", wall), t0.Add(4*time.Second), false, d), true) },
 			at:   4 * time.Second,
 			want: map[string]bool{"a": false, "b": true, "c": true},
 		},
@@ -121,13 +133,22 @@ func TestLeaseTracking(t *testing.T) {
 			want: map[string]bool{"a": false, "c": true},
 		},
 		{
+			name: "c renews while fresh: no transition",
+			do: func() {
+				turned(ls.observe(lease("kilo-c", "c", wall.Add(time.Second)), t0.Add(5*time.Second), false, d), false)
+			},
+			at:   5 * time.Second,
+			want: map[string]bool{"a": false, "c": true},
+		},
+		{
 			name: "time passes",
 			do:   func() {},
-			at:   7 * time.Second,
+			at:   8 * time.Second,
 			want: map[string]bool{"a": false, "c": false},
 		},
 	}
 	for _, s := range steps {
+		step = s.name
 		s.do()
 		if diff := cmp.Diff(s.want, ls.ready(t0.Add(s.at), d)); diff != "" {
 			t.Errorf("%s: ready (-want +got):\n%s", s.name, diff)
