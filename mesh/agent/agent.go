@@ -11,6 +11,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/firewall"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
@@ -33,6 +34,8 @@ type Backend interface {
 	// ReleaseHeartbeat gives the lease up at once, so that another node
 	// takes over without waiting for it to expire.
 	ReleaseHeartbeat(ctx context.Context, name string) error
+	// UpdatePeerStatus writes a Peer's status through mutate.
+	UpdatePeerStatus(ctx context.Context, name string, mutate func(*v1alpha1.Peer)) error
 }
 
 // Encapsulator keeps the tunnel inside a location pointed at its remotes.
@@ -103,6 +106,8 @@ type Agent struct {
 	lastOK   time.Time
 	leaders  map[string]string
 	problems string
+
+	peerWrites map[string]statusWrite // touched by Reconcile only
 }
 
 // New checks cfg and returns an Agent.
@@ -139,7 +144,7 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, log: log, leaders: map[string]string{}}, nil
+	return &Agent{cfg: cfg, log: log, leaders: map[string]string{}, peerWrites: map[string]statusWrite{}}, nil
 }
 
 // Run reconciles on every change and every resync period until ctx ends.

@@ -300,3 +300,37 @@ func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {
 		t.Errorf("garbage key: err = %v, want advice to delete the file", err)
 	}
 }
+
+func TestGatewayLeaderReportsPeerStatusAndOverlap(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	peers := []topology.Peer{
+		{Name: "seb-laptop", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: key(t, 50).PublicKey(), Created: old, PersistentKeepalive: 25 * time.Second},
+		{Name: "intruder", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: key(t, 60).PublicKey(), Created: old.Add(time.Hour)},
+	}
+	r.backend.Set(seedNodes(t), peers, []k8s.Problem{{Kind: topology.KindPeer, Name: "garbage", Err: errors.New("publicKey: not a WireGuard key")}})
+	if err := r.agent.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for name, st := range r.backend.PeerStatus {
+		for _, c := range st.Conditions {
+			if c.Type == "Accepted" {
+				got[name] = string(c.Status) + "/" + c.Reason
+			}
+		}
+	}
+	want := map[string]string{"seb-laptop": "True/Valid", "intruder": "False/AllowedIPsOverlap", "garbage": "False/InvalidSpec"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Accepted conditions (-want +got):\n%s", diff)
+	}
+
+	other := newRig(t, "node-shanghai", 3)
+	other.backend.Set(seedNodes(t), peers, nil)
+	if err := other.agent.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(other.backend.PeerStatus) != 0 {
+		t.Errorf("a node that does not lead the gateway segment wrote %d statuses", len(other.backend.PeerStatus))
+	}
+}

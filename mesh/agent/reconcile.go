@@ -24,7 +24,13 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		return a.finish(fmt.Errorf("compute topology: %w", err))
 	}
 	a.observe(topo, bad)
-	return a.finish(a.apply(ctx, topo))
+	err = a.apply(ctx, topo)
+	if serr := a.reportPeers(ctx, topo, bad); serr != nil {
+		// Status is informative: the data plane is applied, so this does
+		// not fail the reconciliation.
+		a.log.Warn("peer status not written", "err", serr)
+	}
+	return a.finish(err)
 }
 
 func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {

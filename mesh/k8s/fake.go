@@ -120,11 +120,14 @@ func (f *Fake) ReleaseHeartbeat(_ context.Context, name string) error {
 	return nil
 }
 
-// UpdatePeerStatus implements Backend; the Peer must be in the snapshot.
+// UpdatePeerStatus implements Backend; the Peer must be in the snapshot,
+// as a peer or as an unreadable object among the problems.
 func (f *Fake) UpdatePeerStatus(_ context.Context, name string, mutate func(*v1alpha1.Peer)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !slices.ContainsFunc(f.peers, func(p topology.Peer) bool { return p.Name == name }) {
+	known := slices.ContainsFunc(f.peers, func(p topology.Peer) bool { return p.Name == name }) ||
+		slices.ContainsFunc(f.problems, func(p Problem) bool { return p.Kind == topology.KindPeer && p.Name == name })
+	if !known {
 		return fmt.Errorf("update status of peer %q: %w", name, ErrNotFound)
 	}
 	p := &v1alpha1.Peer{}

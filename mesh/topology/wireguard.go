@@ -142,6 +142,18 @@ func (t *Topology) PeerConf(peer string) (wireguard.Interface, error) {
 	return iface, nil
 }
 
+// Gateway returns the segment through which external peers reach the parts
+// of the mesh they cannot reach directly (the first segment with a public
+// endpoint, else the first segment); false when there is no segment. Its
+// leader reports the Peers' status.
+func (t *Topology) Gateway() (*Segment, bool) {
+	g := t.gatewaySegment()
+	if g < 0 {
+		return nil, false
+	}
+	return &t.Segments[g], true
+}
+
 // gatewaySegment returns the index of the segment through which external
 // peers reach other peers and services, or -1 without segments.
 func (t *Topology) gatewaySegment() int {
