@@ -1,0 +1,203 @@
+//go:build linux
+
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kilofed/kilofed/e2e/lab"
+)
+
+// binDir holds kg, kilofed and kgctl, built once by TestMain (or taken from
+// KILOFED_BIN, which make sets).
+var binDir string
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/mesh:", err)
+		if os.Getenv("CI") == "true" {
+			os.Exit(1)
+		}
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	binDir = os.Getenv("KILOFED_BIN")
+	if binDir == "" || !executable(filepath.Join(binDir, "kg")) {
+		root, err := lab.RepoRoot()
+		if err != nil {
+			return 1, err
+		}
+		dir, err := os.MkdirTemp("", "kfl-bin-")
+		if err != nil {
+			return 1, err
+		}
+		defer os.RemoveAll(dir)
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 1, fmt.Errorf("build kg: %v\n%s", err, out)
+		}
+		binDir = dir
+	}
+	return m.Run(), nil
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&0o111 != 0
+}
+
+// meshOptions are the kg flags a test varies.
+type meshOptions struct {
+	granularity string
+	encapsulate string
+	extra       []string
+}
+
+// agents are the kg processes of a cluster, by node name.
+type agents map[string]*lab.Process
+
+// installCRD applies the Peer CRD with the real kubectl.
+func installCRD(ctx context.Context, t *testing.T, c *lab.Cluster) {
+	t.Helper()
+	root, err := lab.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := filepath.Join(root, "mesh", "config", "crd", "kilo.squat.ai_peers.yaml")
+	if out, err := c.Kubectl(ctx, "apply", "-f", crd); err != nil {
+		t.Fatalf("install the Peer CRD: %v\n%s", err, out)
+	}
+	if out, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=30s", "crd/peers.kilo.squat.ai"); err != nil {
+		t.Fatalf("Peer CRD not established: %v\n%s", err, out)
+	}
+}
+
+// startAgent runs kg on node n. The agent gets a private /run/wireguard
+// (tmpfs in the mount namespace of its `ip netns exec`), so that every
+// node's embedded WireGuard can be called kilo0 as in production.
+func startAgent(t *testing.T, c *lab.Cluster, n *lab.Node, o meshOptions) *lab.Process {
+	t.Helper()
+	keyDir := filepath.Join(t.TempDir(), n.Name)
+	args := []string{
+		filepath.Join(binDir, "kg"),
+		"--kubeconfig=" + c.Kubeconfig,
+		"--hostname=" + n.Name,
+		"--subnet=" + c.WireGuardSubnet.String(),
+		"--mesh-granularity=" + o.granularity,
+		"--encapsulate=" + o.encapsulate,
+		"--wireguard=userspace",
+		"--key-file=" + filepath.Join(keyDir, "key"),
+		"--service-cidr=" + c.ServiceCIDR.String(),
+		"--resync-period=10s",
+		"--log-level=debug",
+	}
+	args = append(args, o.extra...)
+	script := "mkdir -p /run/wireguard && mount -t tmpfs kfl-wg /run/wireguard && exec " + shellJoin(args)
+	p, err := n.Start("kg", "sh", "-c", script)
+	if err != nil {
+		t.Fatalf("start kg on %s: %v", n.Name, err)
+	}
+	return p
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// startMesh runs kg on every node of c and stops them at the end of the test.
+func startMesh(t *testing.T, c *lab.Cluster, o meshOptions) agents {
+	t.Helper()
+	as := agents{}
+	for _, n := range c.Nodes() {
+		as[n.Name] = startAgent(t, c, n, o)
+	}
+	t.Cleanup(func() {
+		for name, p := range as {
+			if t.Failed() {
+				t.Logf("kg on %s, last lines:\n%s", name, p.Tail(40))
+			}
+			_ = p.Stop()
+		}
+	})
+	return as
+}
+
+// wg runs the wg tool against node n's embedded device, inside the mount
+// namespace of its agent.
+func wg(ctx context.Context, p *lab.Process, args ...string) (string, error) {
+	argv := append([]string{"-t", fmt.Sprint(p.Pid()), "-m", "-n", "wg"}, args...)
+	out, err := exec.CommandContext(ctx, "nsenter", argv...).CombinedOutput()
+	return string(out), err
+}
+
+// echoPods creates one HTTP echo pod per node and returns their IPs by pod name.
+func echoPods(ctx context.Context, t *testing.T, c *lab.Cluster) map[string]string {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		pod := lab.EchoPod("default", "echo-"+n.Name, "echo", n.Name)
+		if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+	}
+	pods, err := c.WaitPods(ctx, "default", "app=echo", len(c.Nodes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := map[string]string{}
+	for _, p := range pods {
+		ips[p.Name] = p.Status.PodIP
+	}
+	return ips
+}
+
+// get asks pod from (in cluster c) for url until it answers with want as
+// the first word, or the deadline passes. It returns the last answer or error.
+func get(ctx context.Context, l *lab.Lab, c *lab.Cluster, from, ip string, within time.Duration) (string, error) {
+	url := "http://" + net.JoinHostPort(ip, "8080") + "/"
+	deadline := time.Now().Add(within)
+	for {
+		got, err := l.PodGet(ctx, c.Name, "default", from, url)
+		if err == nil || time.Now().After(deadline) {
+			return got, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkAllPairs checks that every echo pod reaches every other one.
+func checkAllPairs(ctx context.Context, t *testing.T, l *lab.Lab, c *lab.Cluster, ips map[string]string, within time.Duration) {
+	t.Helper()
+	for from := range ips {
+		for to, ip := range ips {
+			if from == to {
+				continue
+			}
+			got, err := get(ctx, l, c, from, ip, within)
+			if err != nil {
+				t.Errorf("%s -> %s (%s): %v", from, to, ip, err)
+				continue
+			}
+			if first := strings.Fields(got); len(first) == 0 || first[0] != to {
+				t.Errorf("%s -> %s (%s) answered %q", from, to, ip, got)
+			}
+		}
+	}
+}
