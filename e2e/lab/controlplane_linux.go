@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -181,7 +182,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context, p *Process) error {
 		case <-p.Done():
 			return fmt.Errorf("kube-apiserver of %s exited: %v%s", c.Name, p.Err(), p.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver of %s not ready after %s (%v): %w%s", c.Name, apiServerReadyTimeout, last, ctx.Err(), p.logTail())
+			return fmt.Errorf("kube-apiserver of %s %s (%v): %w%s", c.Name, notReady(ctx, apiServerReadyTimeout), last, ctx.Err(), p.logTail())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -211,7 +212,7 @@ func waitHTTP(ctx context.Context, p *Process, timeout time.Duration, url string
 		case <-p.Done():
 			return fmt.Errorf("%s exited: %v%s", p.Name, p.Err(), p.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s (%v): %w%s", p.Name, timeout, last, ctx.Err(), p.logTail())
+			return fmt.Errorf("%s %s (%v): %w%s", p.Name, notReady(ctx, timeout), last, ctx.Err(), p.logTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -235,4 +236,12 @@ func firstAddr(p netip.Prefix) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("prefix %s has no host address", p)
 	}
 	return a, nil
+}
+
+// notReady says why a wait ended: its own timeout, or the caller giving up.
+func notReady(ctx context.Context, timeout time.Duration) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("not ready after %s", timeout)
+	}
+	return "start interrupted before it was ready"
 }

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -264,7 +265,7 @@ func TestSweepRemovesLeftovers(t *testing.T) {
 	if err := Preflight(); err != nil {
 		StartT(t, Spec{}) // skips or fails with the reason
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	// A crashed run: a namespace with a process in it, a host link, a temp
 	// dir with a process running from it.
@@ -291,7 +292,13 @@ func TestSweepRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Sweep(ctx)
+	// Sweep refuses while another lab lives (other tests on this machine):
+	// wait for a quiet moment.
+	sweepCtx, cancelSweep := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancelSweep()
+	for err = Sweep(sweepCtx); errors.Is(err, ErrLabRunning) && sweepCtx.Err() == nil; err = Sweep(sweepCtx) {
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		_ = inNS.Kill()
 		_ = fromDir.Kill()
