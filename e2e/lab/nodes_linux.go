@@ -56,6 +56,9 @@ func (l *Lab) startNodes(ctx context.Context) error {
 					l.logger.Error("kubelet stand-in stopped", "cluster", c.Name, "node", n.Name, "err", err)
 				}
 				n.mu.Lock()
+				if err == nil {
+					err = errors.New("no error")
+				}
 				n.kubeletErr = fmt.Errorf("kubelet stand-in of %s/%s returned: %w", c.Name, n.Name, err)
 				n.mu.Unlock()
 			})

@@ -1,0 +1,66 @@
+// Package lab runs real Kubernetes clusters and a real network on one Linux
+// machine, without Docker, for kilofed's end-to-end tests and demo.
+//
+// # What Start builds
+//
+// Per cluster: a real etcd (127.0.0.1, free ports, data in the lab's temp
+// dir), kube-apiserver (TLS from a per-cluster CA, service-account keys,
+// Node,RBAC authorization) and kube-controller-manager (allocates each
+// node's podCIDR, builds EndpointSlices, creates ServiceAccounts). The
+// binaries come from $KILOFED_LAB_BINS or `make lab-bins`
+// (e2e/labbins/build.sh); the admin kubeconfig is Cluster.Kubeconfig.
+//
+// Per node: a network namespace kfl-<run>-<cluster>-<node> with
+//
+//   - eth0 on its location's LAN (the node's InternalIP), default route via
+//     the location's router;
+//   - mgmt0 on the management network, the only way to the API servers
+//     (route 100.(64+s).0.0/16, no default route that way);
+//   - the kubelet stand-in (package kubelet, in this process): it registers
+//     the Node (InternalIP, ExternalIP for a public location, region label
+//     topology.kubernetes.io/region=<location>, Ready, Lease) and runs the
+//     Pods bound to the node (spec.nodeName: the lab has no scheduler) as
+//     namespaces with a veth, an IP of the podCIDR and a built-in workload
+//     chosen by image (EchoImage, UDPEchoImage, SleepImage);
+//   - the real kube-proxy (iptables mode) when Spec.KubeProxy;
+//   - whatever a test starts with Node.Start (the kg agent).
+//
+// Per location: a router namespace kfl-<run>-<cluster>-<location>-r with the
+// LAN bridge lan0 (the router is the LAN's first address) and wan0 to the
+// WAN namespace. A public location maps each node's public address 1:1 to
+// its LAN address (DNAT/SNAT, with hairpin); a NAT location masquerades the
+// whole LAN behind the router's address and lets nothing in.
+//
+// The WAN namespace kfl-<run>-wan plays the Internet: a /32 route per public
+// address towards the router that owns it, proxy ARP, forwarding, and
+// WANHostIP (203.0.113.254) on its loopback. Public addresses come only from
+// 203.0.113.0/24 and 198.51.100.0/24; nothing leaves the lab's namespaces.
+//
+// # Management network and concurrent labs
+//
+// Each running lab takes a slot s (the lowest free one, 0 for the first lab
+// on the machine) and a bridge kfl-<run>-m in the host namespace holding
+// 100.(64+s).0.1/16. Cluster c's API server listens on 100.(64+s).c.1:6443
+// only (nothing binds 0.0.0.0); node n of cluster c has 100.(64+s).c.(10+n)
+// on mgmt0, whose host end kfl-<run>-<g> is enslaved to the bridge. So the
+// first lab gets exactly 100.64.0.1 and 100.64.<c>.1, and two labs (two test
+// packages, the demo and a test) never clash: every name carries the run id.
+//
+// # Teardown and the sweeper
+//
+// Lab.Close stops the kubelet stand-ins (which delete their pods), then the
+// processes (SIGTERM to the process group, 5 s, SIGKILL, checked gone) in
+// order: node processes, controller managers, API servers, etcds; then kills
+// anything left in the lab's namespaces or running from its temp dir, and
+// deletes the namespaces, host links and temp dir. Lock rule: every live lab
+// holds a shared flock on /run/kfl-lab.lock. Start sweeps (see Sweep) only
+// when it can take that lock exclusively, that is when no other lab lives;
+// Sweep refuses otherwise. Sweeping and starting are serialized by
+// /run/kfl-lab.setup.lock.
+//
+// # Tests
+//
+// StartT starts a lab for a test and closes it with t.Cleanup; it skips when
+// the machine cannot run labs (not root, binaries missing) unless CI=true,
+// where it fails.
+package lab
