@@ -53,6 +53,7 @@ type Lab struct {
 	kubeletCancel context.CancelFunc
 	kubeletDone   sync.WaitGroup
 	podNetns      []string // namespaces of the lab's pods, listed by Close
+	netns         []string // namespaces the lab created
 }
 
 // undoStep is one thing Close undoes, newest first.

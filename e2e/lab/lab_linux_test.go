@@ -360,3 +360,32 @@ func createPods(ctx context.Context, t *testing.T, c *Cluster, pods ...*corev1.P
 		}
 	}
 }
+
+// TestTwoLabsSideBySide runs two labs at once (two test packages, or the
+// demo during a test): they take different management slots, and a third
+// one that reuses a live lab's run id fails without harming it.
+func TestTwoLabsSideBySide(t *testing.T) {
+	small := func(name string) Spec {
+		return Spec{Name: name, Clusters: []ClusterSpec{{Locations: []LocationSpec{{Nodes: []NodeSpec{{}}}}}}}
+	}
+	id := randomRunID()
+	a := StartT(t, small("a"+id))
+	b := StartT(t, small("b"+id))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if a.slot == b.slot || a.Clusters()[0].APIServer == b.Clusters()[0].APIServer {
+		t.Errorf("both labs in slot %d / %d, API servers %s and %s", a.slot, b.slot, a.Clusters()[0].APIServer, b.Clusters()[0].APIServer)
+	}
+	if _, err := Start(ctx, small("a"+id)); err == nil {
+		t.Fatal("a second lab with a live lab's run id started")
+	}
+	for _, l := range []*Lab{a, b} {
+		c := l.Clusters()[0]
+		if _, err := c.Kubectl(ctx, "get", "nodes"); err != nil {
+			t.Errorf("lab %s: %v", l.Spec.Name, err)
+		}
+		if _, err := c.Nodes()[0].Exec(ctx, "ping", "-c", "1", "-W", "2", WANHostIP.String()); err != nil {
+			t.Errorf("lab %s: node cannot reach the WAN: %v", l.Spec.Name, err)
+		}
+	}
+}

@@ -155,10 +155,10 @@ func (l *Lab) buildNode(ctx context.Context, host, r *nsConn, n *Node) error {
 	hostEnd := mgmtHostLink(l.Spec.Name, n.global)
 	// Deleting the namespace would destroy the veth too, but asynchronously:
 	// delete it at once so that nothing is seen left behind.
-	l.addUndo("delete link "+hostEnd, func() error { return delHostLink(hostEnd) })
 	if err := ns.addVeth(NodeMgmtLink, hostEnd, host); err != nil {
 		return err
 	}
+	l.addUndo("delete link "+hostEnd, func() error { return delHostLink(hostEnd) })
 	if err := host.setMaster(hostEnd, mgmtBridge(l.Spec.Name)); err != nil {
 		return err
 	}
@@ -174,10 +174,13 @@ func (l *Lab) buildNode(ctx context.Context, host, r *nsConn, n *Node) error {
 // newNetns creates a namespace (deleted by Close), brings lo up and sets the
 // common sysctls.
 func (l *Lab) newNetns(ctx context.Context, name string) (*nsConn, error) {
-	l.addUndo("delete netns "+name, func() error { return delNetns(name) })
 	if err := addNetns(ctx, name); err != nil {
 		return nil, err
 	}
+	l.addUndo("delete netns "+name, func() error { return delNetns(name) })
+	l.mu.Lock()
+	l.netns = append(l.netns, name)
+	l.mu.Unlock()
 	c, err := openNS(name)
 	if err != nil {
 		return nil, err

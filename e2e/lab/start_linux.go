@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -134,10 +135,10 @@ func (l *Lab) claim(ctx context.Context) error {
 	}
 	defer host.Close()
 	br := mgmtBridge(l.Spec.Name)
-	l.addUndo("delete link "+br, func() error { return delHostLink(br) })
 	if err := host.addBridge(br); err != nil {
 		return fmt.Errorf("%w (is a lab named %q already running?)", err, l.Spec.Name)
 	}
+	l.addUndo("delete link "+br, func() error { return delHostLink(br) })
 	return host.addAddr(br, netip.PrefixFrom(mgmtHostIP(slot), 16))
 }
 
@@ -256,8 +257,7 @@ func (l *Lab) killStragglers() error {
 	if l.Dir == "" {
 		return nil
 	}
-	run := Prefix + l.Spec.Name + "-"
-	_, inodes := labNetns(func(name string) bool { return strings.HasPrefix(name, run) || l.ownsPodNetns(name) })
+	_, inodes := labNetns(func(name string) bool { return slices.Contains(l.netns, name) || l.ownsPodNetns(name) })
 	_, err := killProcesses(func(pi procInfo) bool {
 		return inodes[pi.netnsInode] || pi.mentions(l.Dir)
 	})
