@@ -1,0 +1,28 @@
+// Command kilofed is kilofed's CLI: the mesh commands (graph, showconf,
+// connect) and, as they are added, the federation commands (join, unjoin,
+// status, verify, bench). Each subcommand is a kgctl.Command; add one by
+// appending it to commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kilofed/kilofed/mesh/kgctl"
+)
+
+// commands are kilofed's subcommands, in the order help lists them.
+func commands() []kgctl.Command {
+	cmds := kgctl.MeshCommands()
+	// Federation commands (join, unjoin, status, verify, bench) go here.
+	return cmds
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := kgctl.Main(ctx, kgctl.NewEnv("kilofed"), commands(), os.Args[1:])
+	stop()
+	os.Exit(code)
+}
