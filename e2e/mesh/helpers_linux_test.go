@@ -40,7 +40,7 @@ func run(m *testing.M) (int, error) {
 		if err != nil {
 			return 1, err
 		}
-		dir, err := os.MkdirTemp("", "kfl-bin-")
+		dir, err := os.MkdirTemp("", "kilofed-e2e-bin-")
 		if err != nil {
 			return 1, err
 		}
@@ -71,7 +71,7 @@ type meshOptions struct {
 type agents map[string]*lab.Process
 
 // installCRD applies the Peer CRD with the real kubectl.
-func installCRD(ctx context.Context, t *testing.T, c *lab.Cluster) {
+func installCRD(ctx context.Context, t testing.TB, c *lab.Cluster) {
 	t.Helper()
 	root, err := lab.RepoRoot()
 	if err != nil {
@@ -89,7 +89,7 @@ func installCRD(ctx context.Context, t *testing.T, c *lab.Cluster) {
 // startAgent runs kg on node n. The agent gets a private /run/wireguard
 // (tmpfs in the mount namespace of its `ip netns exec`), so that every
 // node's embedded WireGuard can be called kilo0 as in production.
-func startAgent(t *testing.T, c *lab.Cluster, n *lab.Node, o meshOptions) *lab.Process {
+func startAgent(t testing.TB, c *lab.Cluster, n *lab.Node, o meshOptions) *lab.Process {
 	t.Helper()
 	keyDir := filepath.Join(t.TempDir(), n.Name)
 	args := []string{
@@ -123,7 +123,7 @@ func shellJoin(args []string) string {
 }
 
 // startMesh runs kg on every node of c and stops them at the end of the test.
-func startMesh(t *testing.T, c *lab.Cluster, o meshOptions) agents {
+func startMesh(t testing.TB, c *lab.Cluster, o meshOptions) agents {
 	t.Helper()
 	as := agents{}
 	for _, n := range c.Nodes() {
@@ -149,7 +149,7 @@ func wg(ctx context.Context, p *lab.Process, args ...string) (string, error) {
 }
 
 // echoPods creates one HTTP echo pod per node and returns their IPs by pod name.
-func echoPods(ctx context.Context, t *testing.T, c *lab.Cluster) map[string]string {
+func echoPods(ctx context.Context, t testing.TB, c *lab.Cluster) map[string]string {
 	t.Helper()
 	for _, n := range c.Nodes() {
 		pod := lab.EchoPod("default", "echo-"+n.Name, "echo", n.Name)
@@ -182,8 +182,39 @@ func get(ctx context.Context, l *lab.Lab, c *lab.Cluster, from, ip string, withi
 	}
 }
 
+// probe makes one HTTP GET from pod from to ip:8080 with a short timeout
+// and returns the first word of the answer (the answering pod's name).
+func probe(ctx context.Context, l *lab.Lab, c *lab.Cluster, from, ip string, timeout time.Duration) (string, error) {
+	url := "http://" + net.JoinHostPort(ip, "8080") + "/"
+	out, err := l.PodExec(ctx, c.Name, "default", from, l.LabBinary(), "workload", "get", "--timeout", timeout.String(), url)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return "", fmt.Errorf("empty answer from %s", url)
+	}
+	return f[0], nil
+}
+
+// leaderOf returns the node of loc whose kg holds WireGuard peers.
+func leaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, loc string) *lab.Node {
+	t.Helper()
+	var leaders []*lab.Node
+	for _, n := range c.Location(loc).Nodes() {
+		out, err := wg(ctx, as[n.Name], "show", "kilo0", "peers")
+		if err == nil && strings.TrimSpace(out) != "" {
+			leaders = append(leaders, n)
+		}
+	}
+	if len(leaders) != 1 {
+		t.Fatalf("location %s has %d nodes with WireGuard peers, want exactly one leader", loc, len(leaders))
+	}
+	return leaders[0]
+}
+
 // checkAllPairs checks that every echo pod reaches every other one.
-func checkAllPairs(ctx context.Context, t *testing.T, l *lab.Lab, c *lab.Cluster, ips map[string]string, within time.Duration) {
+func checkAllPairs(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, ips map[string]string, within time.Duration) {
 	t.Helper()
 	for from := range ips {
 		for to, ip := range ips {

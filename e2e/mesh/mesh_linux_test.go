@@ -4,6 +4,8 @@ package mesh
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,12 @@ func TestMeshPodsReachEveryLocation(t *testing.T) {
 	installCRD(ctx, t, c)
 	ips := echoPods(ctx, t, c)
 
+	// Control: without the mesh, no pod reaches another location (the lab's
+	// WAN routes only public addresses), so what follows proves the mesh.
+	if got, err := probe(ctx, l, c, "echo-scw-1", ips["echo-aws-1"], 2*time.Second); err == nil {
+		t.Fatalf("echo-scw-1 reached echo-aws-1 (%q) before any agent ran: the lab leaks", got)
+	}
+
 	for _, mode := range []meshOptions{
 		{granularity: "location", encapsulate: "never"},
 		{granularity: "full", encapsulate: "never"},
@@ -45,6 +53,7 @@ func TestMeshPodsReachEveryLocation(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			checkWANCarriesOnlyWireGuard(ctx, t, l, c, ips)
 			// Every location's leader (or, in full mode, every node)
 			// has handshaken with its WireGuard peers.
 			for name, p := range as {
@@ -67,4 +76,137 @@ func TestMeshPodsReachEveryLocation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkWANCarriesOnlyWireGuard captures on every link of the WAN namespace
+// while pods of different locations talk, and checks that only WireGuard's
+// UDP port crossed: no pod address, no TCP in the clear.
+func checkWANCarriesOnlyWireGuard(ctx context.Context, t *testing.T, l *lab.Lab, c *lab.Cluster, ips map[string]string) {
+	t.Helper()
+	pcap := filepath.Join(t.TempDir(), "wan.pcap")
+	capture, err := l.WAN().Start("tcpdump", "tcpdump", "-Z", "root", "--immediate-mode", "-i", "any", "-n", "-U", "-w", pcap, "ip or ip6")
+	if err != nil {
+		t.Fatalf("start tcpdump in the WAN: %v", err)
+	}
+	time.Sleep(time.Second) // tcpdump opens its socket
+	for _, pair := range [][2]string{{"echo-scw-2", "echo-aws-2"}, {"echo-dc-2", "echo-scw-1"}, {"echo-aws-1", "echo-dc-1"}} {
+		if _, err := probe(ctx, l, c, pair[0], ips[pair[1]], 5*time.Second); err != nil {
+			t.Errorf("%s -> %s during capture: %v", pair[0], pair[1], err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := capture.Stop(); err != nil {
+		t.Logf("stop tcpdump: %v", err)
+	}
+	count := func(filter string) int {
+		out, err := exec.CommandContext(ctx, "tcpdump", "-r", pcap, "-n", filter).Output()
+		if err != nil {
+			t.Fatalf("read capture with filter %q: %v", filter, err)
+		}
+		return len(strings.Split(strings.TrimSpace(string(out)), "\n")) - boolInt(strings.TrimSpace(string(out)) == "")
+	}
+	wire := count("udp port 51820")
+	clear := count("not (udp port 51820)")
+	pods := count("net " + c.PodCIDR.String())
+	t.Logf("WAN capture: %d WireGuard packets, %d other packets, %d with pod addresses", wire, clear, pods)
+	if wire == 0 {
+		t.Errorf("no WireGuard packet crossed the WAN while pods of different locations talked")
+	}
+	if clear != 0 || pods != 0 {
+		out, _ := exec.CommandContext(ctx, "tcpdump", "-r", pcap, "-n", "not (udp port 51820)").Output()
+		t.Errorf("traffic other than WireGuard crossed the WAN:\n%s", out)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// failover kills (or cuts off) the leader of loc and measures how long
+// until a pod on the other node of loc answers again from a pod in another
+// location, and from a pod behind NAT.
+func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as agents, ips map[string]string, loc, how string) time.Duration {
+	leader := leaderOf(ctx, t, c, as, loc)
+	var survivor *lab.Node
+	for _, n := range c.Location(loc).Nodes() {
+		if n != leader {
+			survivor = n
+		}
+	}
+	target := ips["echo-"+survivor.Name]
+	for _, from := range []string{"echo-scw-1", "echo-dc-1"} {
+		if _, err := get(ctx, l, c, from, target, 60*time.Second); err != nil {
+			t.Fatalf("before failover, %s -> echo-%s: %v", from, survivor.Name, err)
+		}
+	}
+	start := time.Now()
+	switch how {
+	case "kill":
+		if err := as[leader.Name].Kill(); err != nil {
+			t.Fatalf("kill kg on %s: %v", leader.Name, err)
+		}
+	case "cut":
+		if err := leader.Down(); err != nil {
+			t.Fatalf("cut %s off its LAN: %v", leader.Name, err)
+		}
+		defer func() { _ = leader.Up() }()
+	}
+	restored := map[string]time.Duration{}
+	for deadline := start.Add(90 * time.Second); len(restored) < 2 && time.Now().Before(deadline); {
+		for _, from := range []string{"echo-scw-1", "echo-dc-1"} {
+			if _, ok := restored[from]; ok {
+				continue
+			}
+			if got, err := probe(ctx, l, c, from, target, 500*time.Millisecond); err == nil && got == "echo-"+survivor.Name {
+				restored[from] = time.Since(start)
+			}
+		}
+	}
+	if len(restored) < 2 {
+		t.Fatalf("after the %s of leader %s, traffic to %s was not restored within 90 s (restored: %v)", how, leader.Name, survivor.Name, restored)
+	}
+	worst := max(restored["echo-scw-1"], restored["echo-dc-1"])
+	t.Logf("leader %s of %s (%s): traffic to %s restored from scaleway after %v, from behind NAT after %v",
+		leader.Name, loc, how, survivor.Name, restored["echo-scw-1"].Round(time.Millisecond), restored["echo-dc-1"].Round(time.Millisecond))
+	return worst
+}
+
+func TestMeshLeaderFailover(t *testing.T) {
+	l := lab.StartT(t, metaCloud())
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := l.Cluster("meta")
+	installCRD(ctx, t, c)
+	ips := echoPods(ctx, t, c)
+	for _, how := range []string{"kill", "cut"} {
+		t.Run(how, func(t *testing.T) {
+			as := startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
+			checkAllPairs(ctx, t, l, c, map[string]string{"echo-scw-1": ips["echo-scw-1"], "echo-aws-2": ips["echo-aws-2"]}, 60*time.Second)
+			d := failover(ctx, t, l, c, as, ips, "aws-euwest3", how)
+			t.Logf("failover (%s): %v", how, d.Round(time.Millisecond))
+		})
+	}
+}
+
+// BenchmarkLeaderFailover reports how long traffic into a location stops
+// when its leader's agent is killed (Kilo needs 60-90 s: heartbeats).
+func BenchmarkLeaderFailover(b *testing.B) {
+	l := lab.StartT(b, metaCloud())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := l.Cluster("meta")
+	installCRD(ctx, b, c)
+	ips := echoPods(ctx, b, c)
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
+		total += failover(ctx, b, l, c, as, ips, "aws-euwest3", "kill")
+		for _, p := range as {
+			_ = p.Stop()
+		}
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/failover")
 }
