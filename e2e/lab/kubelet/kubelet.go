@@ -59,18 +59,20 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	k := &kubelet{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		now:   time.Now,
-		net:   newPodNetwork(cfg.Logger),
-		start: startProcess,
-		pods:  map[string]*podRuntime{},
+		cfg:  cfg,
+		log:  cfg.Logger,
+		now:  time.Now,
+		net:  newPodNetwork(cfg.Logger),
+		pods: map[string]*podRuntime{},
 	}
 	k.nodeInfo = nodeSystemInfo(cfg, randomID(), kernelVersion())
 	if err := k.openLogDir(); err != nil {
 		return err
 	}
 	defer k.closeLogDir()
+	starter := newLockedStarter(startProcess)
+	defer starter.Close() // after every pod was torn down
+	k.start = starter.Start
 
 	if err := k.registerWithRetry(ctx); err != nil {
 		return err

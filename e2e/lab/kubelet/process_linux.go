@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -67,10 +69,12 @@ func (p *process) stop(grace time.Duration) error {
 			}
 		}
 	}
-	// Children that the workload left in its group.
+	// Children that the workload left in its group. Killed orphans stay
+	// zombies until init reaps them (slowly on some machines): they count
+	// as gone.
 	for deadline := time.Now().Add(2 * time.Second); ; {
 		err := syscall.Kill(-p.pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
+		if errors.Is(err, syscall.ESRCH) || !groupHasLiveMember(p.pid) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -79,4 +83,42 @@ func (p *process) stop(grace time.Duration) error {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// groupHasLiveMember reports whether a process that is not a zombie belongs
+// to process group pgid.
+func groupHasLiveMember(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume alive
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		state, pgrp, ok := parseStat(string(b))
+		if ok && pgrp == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseStat returns the state and process group of a /proc/<pid>/stat line
+// ("pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses).
+func parseStat(stat string) (state string, pgrp int, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	return f[0], pgrp, err == nil
 }
