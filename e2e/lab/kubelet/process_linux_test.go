@@ -63,7 +63,7 @@ func TestProcessStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = unix.Kill(-p.pid, unix.SIGKILL) }) // if stop failed
-			time.Sleep(100 * time.Millisecond) // let the shell install its trap
+			time.Sleep(100 * time.Millisecond)                        // let the shell install its trap
 			start := time.Now()
 			if err := p.stop(tt.grace); err != nil {
 				t.Fatalf("stop: %v", err)
