@@ -208,3 +208,27 @@ func withoutIPs(s string) string {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+func TestReconcileHostNetworkPod(t *testing.T) {
+	tk := newTestKubelet(t)
+	pod := reconcilePod("agent", "u1", corev1.RestartPolicyAlways, httpEcho)
+	pod.Spec.HostNetwork = true
+	tk.apply(t, pod)
+	if got := tk.net.take(); len(got) != 0 {
+		t.Errorf("hostNetwork pod touched the network: %v", got)
+	}
+	if got := tk.procs.argv[0][:4]; !cmp.Equal(got, []string{"ip", "netns", "exec", "kfl-node-a"}) {
+		t.Errorf("hostNetwork workload runs in %v, want the node netns", got)
+	}
+	want := "phase Running\npodIP 10.0.1.10 podIPs [{10.0.1.10}] hostIP 10.0.1.10 hostIPs [{10.0.1.10}]\n" +
+		"container c ready=true restarts=0 running"
+	if diff := cmp.Diff(want, tk.status(t, "default", "agent")); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	p := pod.DeepCopy()
+	p.DeletionTimestamp = &metav1.Time{Time: tk.clock}
+	tk.apply(t, p)
+	if got := tk.net.take(); len(got) != 0 || tk.allocs[0].InUse() != 0 {
+		t.Errorf("hostNetwork pod deletion touched the network %v or the allocator", got)
+	}
+}
