@@ -37,7 +37,7 @@ func (c *Cluster) PodNamespace(ctx context.Context, namespace, pod string) (*Nam
 	if p.Status.PodIP == "" {
 		return nil, fmt.Errorf("pod %s/%s in cluster %s has no IP yet (phase %s): %w", namespace, pod, c.Name, p.Status.Phase, ErrNotFound)
 	}
-	return &Namespace{Name: kubelet.PodNetns(namespace, pod), lab: c.lab}, nil
+	return &Namespace{Name: kubelet.PodNetns(c.Node(p.Spec.NodeName).Netns, namespace, pod), lab: c.lab}, nil
 }
 
 // PodExec runs argv in the network namespace of pod namespace/pod of the

@@ -305,7 +305,7 @@ func (l *Lab) listPodNetns() []string {
 		}
 		for _, p := range pods.Items {
 			if c.Node(p.Spec.NodeName) != nil && p.Status.PodIP != "" {
-				names = append(names, kubelet.PodNetns(p.Namespace, p.Name))
+				names = append(names, kubelet.PodNetns(c.Node(p.Spec.NodeName).Netns, p.Namespace, p.Name))
 			}
 		}
 	}

@@ -139,10 +139,13 @@ func podHash(namespace, name string) string {
 }
 
 // PodNetns returns the name of the network namespace of the pod
-// namespace/name: "kfl-pod-" followed by 10 hex digits of a hash, the same
-// on every call, so the lab can `ip netns exec` into a pod.
-func PodNetns(namespace, name string) string {
-	return "kfl-pod-" + podHash(namespace, name)
+// namespace/name running on the node whose namespace is nodeNetns:
+// "kfl-pod-" followed by 10 hex digits of a hash, the same on every call, so
+// the lab can `ip netns exec` into a pod. The node's namespace (which names
+// the lab run, the cluster and the node) is part of the hash, so that pods of
+// the same name in two clusters or two labs never share a namespace.
+func PodNetns(nodeNetns, namespace, name string) string {
+	return "kfl-pod-" + podHash(nodeNetns+"/"+namespace, name)
 }
 
 // hostVethName returns the node-side veth name of a pod, 14 characters

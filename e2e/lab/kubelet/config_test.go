@@ -24,11 +24,11 @@ func TestPodNetnsNames(t *testing.T) {
 	seen := map[string]string{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := PodNetns(tt.namespace, tt.pod)
+			ns := PodNetns("kfl-node-a", tt.namespace, tt.pod)
 			if !netnsRE.MatchString(ns) {
 				t.Errorf("PodNetns = %q, want kfl-pod- and 10 hex digits", ns)
 			}
-			if again := PodNetns(tt.namespace, tt.pod); again != ns {
+			if again := PodNetns("kfl-node-a", tt.namespace, tt.pod); again != ns {
 				t.Errorf("PodNetns not deterministic: %q then %q", ns, again)
 			}
 			veth := hostVethName(tt.namespace, tt.pod)
@@ -42,8 +42,11 @@ func TestPodNetnsNames(t *testing.T) {
 		})
 	}
 	// The separator matters: "a/bc" and "ab/c" differ.
-	if PodNetns("a", "bc") == PodNetns("ab", "c") {
-		t.Error(`PodNetns("a","bc") == PodNetns("ab","c")`)
+	if PodNetns("n", "a", "bc") == PodNetns("n", "ab", "c") {
+		t.Error(`PodNetns("n","a","bc") == PodNetns("n","ab","c")`)
+	}
+	if PodNetns("kfl-x-c1-node", "default", "echo") == PodNetns("kfl-x-c2-node", "default", "echo") {
+		t.Error("pods of one name on nodes of two clusters share a network namespace")
 	}
 }
 

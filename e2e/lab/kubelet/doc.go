@@ -29,7 +29,7 @@
 //
 // # Pod network
 //
-// Each Pod gets the network namespace PodNetns(namespace, name), a veth pair
+// Each Pod gets the network namespace PodNetns(node netns, namespace, name), a veth pair
 // (eth0 in the pod, "kflp"+hash in the node netns) and the lowest free
 // address of each of the node's podCIDRs (network address and .1 skipped).
 // Routing is Calico-style layer 3: the pod has its address as /32 (/128) and

@@ -119,7 +119,7 @@ func (k *kubelet) hostIPs() []netip.Addr {
 // network namespace.
 func (k *kubelet) newSandbox(pod *corev1.Pod, owner string) (sandboxSpec, error) {
 	s := sandboxSpec{
-		Netns:     PodNetns(pod.Namespace, pod.Name),
+		Netns:     PodNetns(k.cfg.NodeNetns, pod.Namespace, pod.Name),
 		NodeNetns: k.cfg.NodeNetns,
 		HostVeth:  hostVethName(pod.Namespace, pod.Name),
 		MTU:       k.cfg.MTU,

@@ -19,7 +19,7 @@ var httpEcho = corev1.Container{Image: "kilofed/http-echo", Ports: []corev1.Cont
 func TestReconcileStartsPod(t *testing.T) {
 	tk := newTestKubelet(t)
 	tk.apply(t, reconcilePod("web", "u1", corev1.RestartPolicyAlways, httpEcho))
-	netns, veth := PodNetns("default", "web"), hostVethName("default", "web")
+	netns, veth := PodNetns("kfl-node-a", "default", "web"), hostVethName("default", "web")
 	if diff := cmp.Diff([]string{"setup " + netns + " veth " + veth + " ips [10.42.0.2]"}, tk.net.take()); diff != "" {
 		t.Errorf("network (-want +got):\n%s", diff)
 	}
@@ -89,7 +89,7 @@ func TestReconcileRestartPolicy(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff([]string{"teardown " + PodNetns("default", "job")}, tk.net.take()); diff != "" {
+			if diff := cmp.Diff([]string{"teardown " + PodNetns("kfl-node-a", "default", "job")}, tk.net.take()); diff != "" {
 				t.Errorf("network after the end (-want +got):\n%s", diff)
 			}
 			if n := tk.allocs[0].InUse(); n != 0 {
@@ -138,7 +138,7 @@ func TestReconcileRemovesPod(t *testing.T) {
 			tk.apply(t, pod)
 			tk.net.take()
 			tt.remove(t, tk, pod)
-			if diff := cmp.Diff([]string{"teardown " + PodNetns("default", "web")}, tk.net.take()); diff != "" {
+			if diff := cmp.Diff([]string{"teardown " + PodNetns("kfl-node-a", "default", "web")}, tk.net.take()); diff != "" {
 				t.Errorf("network (-want +got):\n%s", diff)
 			}
 			if tk.runtime("default/web") != nil || tk.allocs[0].InUse() != 0 {
@@ -158,7 +158,7 @@ func TestReconcileReplacedPod(t *testing.T) {
 	tk.net.take()
 	// Deleted and created again under the same name before we saw the delete.
 	tk.apply(t, reconcilePod("web", "u2", corev1.RestartPolicyAlways, httpEcho))
-	netns := PodNetns("default", "web")
+	netns := PodNetns("kfl-node-a", "default", "web")
 	want := []string{"teardown " + netns, "setup " + netns + " veth " + hostVethName("default", "web") + " ips [10.42.0.2]"}
 	if diff := cmp.Diff(want, tk.net.take()); diff != "" {
 		t.Errorf("network (-want +got):\n%s", diff)
@@ -170,7 +170,7 @@ func TestReconcileReplacedPod(t *testing.T) {
 
 func TestReconcileNetnsClaimedByOtherCluster(t *testing.T) {
 	tk := newTestKubelet(t)
-	name := PodNetns("default", "web")
+	name := PodNetns("kfl-node-a", "default", "web")
 	if err := claimNetns(name, "cluster tokyo"); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 	podNames := []string{"web-1", "udp-1", "done-1"}
 	t.Cleanup(func() { // last resort if Run did not tear down
 		for _, p := range podNames {
-			if n := PodNetns(ns, p); netnsExists(n) {
+			if n := PodNetns(nodeNs, ns, p); netnsExists(n) {
 				t.Errorf("pod netns %s left behind", n)
 				_ = exec.Command("ip", "netns", "del", n).Run()
 				_ = os.RemoveAll(filepath.Join(netnsEtcDir, n))
@@ -150,7 +150,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 	if web.Status.HostIP != ktNodeIP.String() {
 		t.Errorf("web-1 hostIP = %s, want %s", web.Status.HostIP, ktNodeIP)
 	}
-	webNs := PodNetns(ns, "web-1")
+	webNs := PodNetns(nodeNs, ns, "web-1")
 	if !netnsExists(webNs) {
 		t.Fatalf("netns %s of web-1 does not exist", webNs)
 	}
@@ -175,7 +175,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 	if got, want := udp.Status.PodIP, "10.232.0.3"; got != want {
 		t.Errorf("udp-1 podIP = %s, want %s", got, want)
 	}
-	udpNs := PodNetns(ns, "udp-1")
+	udpNs := PodNetns(nodeNs, ns, "udp-1")
 	if out, err := workloadIn(webNs, "udp-send", "10.232.0.3:9090", "ping-from-web"); err != nil || out != "ping-from-web\n" {
 		t.Errorf("udp-send from web-1 to udp-1 = %q, %v", out, err)
 	}
@@ -193,8 +193,8 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase != corev1.PodSucceeded || netnsExists(PodNetns(ns, "done-1")) {
-			return fmt.Errorf("phase %s, netns exists %v", p.Status.Phase, netnsExists(PodNetns(ns, "done-1")))
+		if p.Status.Phase != corev1.PodSucceeded || netnsExists(PodNetns(nodeNs, ns, "done-1")) {
+			return fmt.Errorf("phase %s, netns exists %v", p.Status.Phase, netnsExists(PodNetns(nodeNs, ns, "done-1")))
 		}
 		return nil
 	})
