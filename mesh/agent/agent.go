@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -89,6 +90,9 @@ type Config struct {
 	// ResyncPeriod re-applies everything even without changes (repairs
 	// routes or rules deleted by hand); zero means 30 s.
 	ResyncPeriod time.Duration
+	// Resolver resolves endpoints given as DNS names; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
 	// Metrics receives the agent's metrics; nil disables them.
 	Metrics *Metrics
 	// Logger receives the agent's logs; nil discards.
@@ -107,7 +111,10 @@ type Agent struct {
 	leaders  map[string]string
 	problems string
 
-	peerWrites map[string]statusWrite // touched by Reconcile only
+	// Touched by Reconcile only.
+	peerWrites map[string]statusWrite
+	resolved   map[string]netip.Addr
+	lookupErr  map[string]string
 }
 
 // New checks cfg and returns an Agent.
@@ -144,7 +151,13 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, log: log, leaders: map[string]string{}, peerWrites: map[string]statusWrite{}}, nil
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	return &Agent{
+		cfg: cfg, log: log, leaders: map[string]string{},
+		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
+	}, nil
 }
 
 // Run reconciles on every change and every resync period until ctx ends.

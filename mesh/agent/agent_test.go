@@ -334,3 +334,47 @@ func TestGatewayLeaderReportsPeerStatusAndOverlap(t *testing.T) {
 		t.Errorf("a node that does not lead the gateway segment wrote %d statuses", len(other.backend.PeerStatus))
 	}
 }
+
+type fakeResolver map[string][]netip.Addr
+
+func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+func TestDNSEndpointsAreResolvedAndKeptWhenDNSFails(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	dns := fakeResolver{"dr-gateway.example.com": {netip.MustParseAddr("2001:db8::9"), netip.MustParseAddr("198.51.100.99")}}
+	r.agent.cfg.Resolver = dns
+	dr := topology.Peer{
+		Name: "cluster-dr-ovhcloud", PublicKey: key(t, 70).PublicKey(), PersistentKeepalive: 25 * time.Second,
+		AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.11.0.0/16"), netip.MustParsePrefix("10.21.0.0/16")},
+		Endpoint:   &topology.Endpoint{DNS: "dr-gateway.example.com", Port: 51820},
+	}
+	r.backend.Set(seedNodes(t), []topology.Peer{dr}, nil)
+	endpoint := func() netip.AddrPort {
+		t.Helper()
+		if err := r.agent.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := r.device.Show(context.Background())
+		p, ok := st.Peer(dr.PublicKey)
+		if !ok {
+			t.Fatalf("DR peer not configured")
+		}
+		return p.Endpoint
+	}
+	if got, want := endpoint(), netip.MustParseAddrPort("198.51.100.99:51820"); got != want {
+		t.Errorf("endpoint = %v, want the IPv4 answer %v", got, want)
+	}
+	dns["dr-gateway.example.com"] = []netip.Addr{netip.MustParseAddr("198.51.100.77")}
+	if got, want := endpoint(), netip.MustParseAddrPort("198.51.100.77:51820"); got != want {
+		t.Errorf("after the record changed, endpoint = %v, want %v", got, want)
+	}
+	delete(dns, "dr-gateway.example.com")
+	if got, want := endpoint(), netip.MustParseAddrPort("198.51.100.77:51820"); got != want {
+		t.Errorf("when DNS fails, endpoint = %v, want the last address %v", got, want)
+	}
+}

@@ -14,11 +14,12 @@ import (
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
-// Reconcile reads the cluster once, computes the topology and applies this
-// node's share of it. Every step runs even when an earlier one failed; the
+// Reconcile reads the cluster once, resolves endpoints given as DNS names,
+// computes the topology and applies this node's share of it. Every step runs even when an earlier one failed; the
 // errors are joined. It is safe to call at any time, as often as wanted.
 func (a *Agent) Reconcile(ctx context.Context) error {
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
+	a.resolveEndpoints(ctx, nodes, peers)
 	topo, err := topology.New(nodes, peers, a.cfg.Topology)
 	if err != nil {
 		return a.finish(fmt.Errorf("compute topology: %w", err))
