@@ -45,6 +45,7 @@ func TestMeshPodsReachEveryLocation(t *testing.T) {
 	for _, mode := range []meshOptions{
 		{granularity: "location", encapsulate: "never"},
 		{granularity: "full", encapsulate: "never"},
+		{granularity: "cross", encapsulate: "never"},
 		{granularity: "location", encapsulate: "always"},
 	} {
 		t.Run(mode.granularity+"-encapsulate-"+mode.encapsulate, func(t *testing.T) {
