@@ -15,7 +15,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 )
 
-func TestMain_Dispatch(t *testing.T) {
+func TestDispatch(t *testing.T) {
 	var sawKubeconfig, sawContext string
 	probe := Command{Name: "probe", Usage: "probe", Summary: "records the global flags",
 		Run: func(_ context.Context, env *Env, args []string) error {

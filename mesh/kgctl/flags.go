@@ -77,12 +77,17 @@ func (m *meshFlagSet) flags() (MeshFlags, error) {
 	return f, nil
 }
 
-// printNotes writes the notes of m on w: the warnings always, the
-// inferences when verbose.
+// printNotes writes the notes of mesh on env.Stderr: the warnings always;
+// the inferences and the objects the backend could not read when verbose.
 func (m *meshFlagSet) printNotes(env *Env, mesh *Mesh) {
 	for _, n := range mesh.Notes {
 		if m.verbose || strings.HasPrefix(n, "warning:") {
 			fmt.Fprintf(env.Stderr, "%s: %s\n", env.Program, n)
+		}
+	}
+	if m.verbose {
+		for _, p := range mesh.Snapshot.Problems {
+			fmt.Fprintf(env.Stderr, "%s: cannot read %v\n", env.Program, p)
 		}
 	}
 }
