@@ -51,6 +51,15 @@ func (l *Lab) Describe() string {
 		}
 	}
 	tw.Flush()
+	if hosts := l.Hosts(); len(hosts) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOST\tPUBLIC IP\tBEHIND NAT AS\tMGMT IP\tNETNS")
+		for _, h := range hosts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Name, h.PublicIP, addrOrDash(h.PrivateIP), addrOrDash(h.MgmtIP), h.Netns)
+		}
+		tw.Flush()
+	}
 	return b.String()
 }
 

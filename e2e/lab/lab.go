@@ -54,6 +54,8 @@ type Lab struct {
 	kubeletDone   sync.WaitGroup
 	podNetns      []string // namespaces of the lab's pods, listed by Close
 	netns         []string // namespaces the lab created
+	hosts         []*Host  // AddHost's hosts, under mu
+	hostSeq       int      // hosts AddHost tried to build, under closeMu
 }
 
 // undoStep is one thing Close undoes, newest first.

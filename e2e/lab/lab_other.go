@@ -62,3 +62,8 @@ func (l *Lab) PodExec(context.Context, string, string, string, ...string) ([]byt
 func (l *Lab) PodGet(context.Context, string, string, string, string) (string, error) {
 	return "", errors.ErrUnsupported
 }
+
+// AddHost needs Linux.
+func (l *Lab) AddHost(context.Context, string, HostOptions) (*Host, error) {
+	return nil, errors.ErrUnsupported
+}

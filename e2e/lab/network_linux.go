@@ -56,7 +56,7 @@ func (l *Lab) buildNetwork(ctx context.Context) error {
 	}
 	for _, c := range l.clusters {
 		for _, loc := range c.locations {
-			if err := l.buildLocation(ctx, host, wan, loc); err != nil {
+			if err := l.buildLocation(ctx, wan, loc); err != nil {
 				return fmt.Errorf("location %s/%s: %w", c.Name, loc.Name, err)
 			}
 		}
@@ -66,7 +66,7 @@ func (l *Lab) buildNetwork(ctx context.Context) error {
 
 // buildLocation creates a router namespace with its LAN bridge and WAN link,
 // its NAT rules, and its nodes.
-func (l *Lab) buildLocation(ctx context.Context, host, wan *nsConn, loc *Location) error {
+func (l *Lab) buildLocation(ctx context.Context, wan *nsConn, loc *Location) error {
 	r, err := l.newNetns(ctx, loc.Router.Name)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func (l *Lab) buildLocation(ctx context.Context, host, wan *nsConn, loc *Locatio
 		return err
 	}
 	for _, n := range loc.nodes {
-		if err := l.buildNode(ctx, host, r, n); err != nil {
+		if err := l.buildNode(ctx, r, n); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
@@ -127,7 +127,7 @@ func (l *Lab) buildLocation(ctx context.Context, host, wan *nsConn, loc *Locatio
 // buildNode creates a node's namespace, its LAN link (eth0, enslaved to the
 // router's LAN bridge) and its management link (mgmt0, enslaved to the
 // host's management bridge).
-func (l *Lab) buildNode(ctx context.Context, host, r *nsConn, n *Node) error {
+func (l *Lab) buildNode(ctx context.Context, r *nsConn, n *Node) error {
 	ns, err := l.newNetns(ctx, n.Netns)
 	if err != nil {
 		return err
@@ -152,23 +152,7 @@ func (l *Lab) buildNode(ctx context.Context, host, r *nsConn, n *Node) error {
 	if err := ns.replaceRoute(route{via: n.location.RouterIP, dev: NodeLANLink}); err != nil {
 		return err
 	}
-	hostEnd := mgmtHostLink(l.Spec.Name, n.global)
-	// Deleting the namespace would destroy the veth too, but asynchronously:
-	// delete it at once so that nothing is seen left behind.
-	if err := ns.addVeth(NodeMgmtLink, hostEnd, host); err != nil {
-		return err
-	}
-	l.addUndo("delete link "+hostEnd, func() error { return delHostLink(hostEnd) })
-	if err := host.setMaster(hostEnd, mgmtBridge(l.Spec.Name)); err != nil {
-		return err
-	}
-	if err := host.up(hostEnd); err != nil {
-		return err
-	}
-	if err := ns.addAddr(NodeMgmtLink, netip.PrefixFrom(n.MgmtIP, 16)); err != nil {
-		return err
-	}
-	return ns.up(NodeMgmtLink)
+	return l.joinMgmt(ns, mgmtHostLink(l.Spec.Name, n.global), n.MgmtIP)
 }
 
 // newNetns creates a namespace (deleted by Close), brings lo up and sets the
