@@ -89,22 +89,16 @@ func (o options) topologyOptions() (topology.Options, error) {
 		return topology.Options{}, fmt.Errorf("--subnet %q: %w", o.subnet, err)
 	}
 	t := topology.Options{
-		Granularity:   topology.Granularity(o.granularity),
 		Subnet:        subnet,
 		Port:          uint16(o.port),
-		Encapsulate:   topology.Encapsulate(o.encapsulate),
 		Links:         topology.Links{WireGuard: o.iface},
 		NoLocalRoutes: !o.local,
 	}
-	switch t.Granularity {
-	case topology.LocationGranularity, topology.FullGranularity, topology.CrossGranularity:
-	default:
-		return t, fmt.Errorf("--mesh-granularity %q: use location, full or cross", o.granularity)
+	if t.Granularity, err = topology.ParseGranularity(o.granularity); err != nil {
+		return t, fmt.Errorf("--mesh-granularity %w", err)
 	}
-	switch t.Encapsulate {
-	case topology.EncapsulateNever, topology.EncapsulateCrossSubnet, topology.EncapsulateAlways:
-	default:
-		return t, fmt.Errorf("--encapsulate %q: use never, crosssubnet or always", o.encapsulate)
+	if t.Encapsulate, err = topology.ParseEncapsulate(o.encapsulate); err != nil {
+		return t, fmt.Errorf("--encapsulate %w", err)
 	}
 	for _, s := range strings.Split(o.serviceCIDRs, ",") {
 		if s = strings.TrimSpace(s); s == "" {

@@ -47,11 +47,7 @@ func (m *meshFlagSet) register(fs *pflag.FlagSet) {
 
 // flags parses the flags' text into MeshFlags.
 func (m *meshFlagSet) flags() (MeshFlags, error) {
-	f := MeshFlags{
-		Granularity: topology.Granularity(m.granularity),
-		Port:        m.port,
-		Encapsulate: topology.Encapsulate(m.encapsulate),
-	}
+	f := MeshFlags{Port: m.port}
 	if m.subnet != "" {
 		p, err := netip.ParsePrefix(m.subnet)
 		if err != nil {
@@ -59,16 +55,18 @@ func (m *meshFlagSet) flags() (MeshFlags, error) {
 		}
 		f.Subnet = p
 	}
-	switch f.Granularity {
-	case "", topology.LocationGranularity, topology.FullGranularity, topology.CrossGranularity:
-	default:
-		return f, fmt.Errorf("%w: --mesh-granularity %q: use location, full or cross", ErrUsage, m.granularity)
+	if m.granularity != "" {
+		g, err := topology.ParseGranularity(m.granularity)
+		if err != nil {
+			return f, fmt.Errorf("%w: --mesh-granularity %w", ErrUsage, err)
+		}
+		f.Granularity = g
 	}
-	switch f.Encapsulate {
-	case topology.EncapsulateNever, topology.EncapsulateCrossSubnet, topology.EncapsulateAlways:
-	default:
-		return f, fmt.Errorf("%w: --encapsulate %q: use never, crosssubnet or always", ErrUsage, m.encapsulate)
+	e, err := topology.ParseEncapsulate(m.encapsulate)
+	if err != nil {
+		return f, fmt.Errorf("%w: --encapsulate %w", ErrUsage, err)
 	}
+	f.Encapsulate = e
 	cidrs, err := parseCIDRs("--service-cidr", m.serviceCIDRs)
 	if err != nil {
 		return f, err

@@ -139,3 +139,30 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// ErrInvalidValue is returned by ParseGranularity and ParseEncapsulate.
+var ErrInvalidValue = errors.New("invalid value")
+
+// ParseGranularity reads a --mesh-granularity value; empty means
+// LocationGranularity.
+func ParseGranularity(s string) (Granularity, error) {
+	switch g := Granularity(s); g {
+	case "":
+		return LocationGranularity, nil
+	case LocationGranularity, FullGranularity, CrossGranularity:
+		return g, nil
+	}
+	return "", fmt.Errorf("%q: %w: use location, full or cross", s, ErrInvalidValue)
+}
+
+// ParseEncapsulate reads an --encapsulate value; empty means
+// EncapsulateNever.
+func ParseEncapsulate(s string) (Encapsulate, error) {
+	switch e := Encapsulate(s); e {
+	case "":
+		return EncapsulateNever, nil
+	case EncapsulateNever, EncapsulateCrossSubnet, EncapsulateAlways:
+		return e, nil
+	}
+	return "", fmt.Errorf("%q: %w: use never, crosssubnet or always", s, ErrInvalidValue)
+}
