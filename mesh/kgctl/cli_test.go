@@ -44,7 +44,7 @@ func TestDispatch(t *testing.T) {
 			wantStderr: "kilofed graph: invalid command line: unknown flag: --granularity\nusage: kilofed graph"},
 		{name: "global flags before the command", args: []string{"--kubeconfig", "/a", "--context", "b", "probe"}, wantKubeconfig: "/a b"},
 		{name: "global flags after the command", args: []string{"probe", "--kubeconfig=/c", "--context", "d"}, wantKubeconfig: "/c d"},
-		{name: "bad granularity", args: []string{"graph", "--mesh-granularity", "region"}, wantCode: 2, wantStderr: `--mesh-granularity "region": use location, full or cross`},
+		{name: "bad granularity", args: []string{"graph", "--mesh-granularity", "region"}, wantCode: 2, wantStderr: `--mesh-granularity "region": invalid value: use location, full or cross`},
 		{name: "connect without key", args: []string{"connect", "seb-laptop", "--private-key-file", "/nonexistent/seb.key"}, wantCode: 1,
 			wantStderr: "pass --private-key-file with the key whose public half is Peer seb-laptop's publicKey, or --create --allowed-ips CIDR"},
 		{name: "connect --allowed-ips without --create", args: []string{"connect", "seb-laptop", "--allowed-ips", "10.5.100.10/32"}, wantCode: 2,
