@@ -10,9 +10,9 @@ TEST_TIMEOUT ?= 60m
 
 all: build
 
-## build: the kilofed binaries into ./bin
+## build: the kilofed binaries and the lab's CLI (kilofed-lab) into ./bin
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./e2e/cmd/...
 
 ## deps: Debian packages the lab needs (installed as root, else the apt-get line is printed)
 deps:
@@ -36,9 +36,9 @@ e2e-test: build
 bench: deps lab-bins build
 	KILOFED_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./e2e/...
 
-## demo: bring up the lab and show what it built
+## demo: the seed's cluster across two locations with kg on every node: the mesh, and a pod answered through WireGuard
 demo: deps lab-bins build
-	$(BIN)/kilofed-lab demo
+	$(BIN)/kilofed-lab demo --kg $(BIN)/kg
 
 ## lint: gofmt and go vet on both modules
 lint:

@@ -67,3 +67,11 @@ func (l *Lab) PodGet(context.Context, string, string, string, string) (string, e
 func (l *Lab) AddHost(context.Context, string, HostOptions) (*Host, error) {
 	return nil, errors.ErrUnsupported
 }
+
+// StartAgent needs Linux.
+func (n *Node) StartAgent(AgentOptions) (*Process, error) { return nil, errors.ErrUnsupported }
+
+// NsEnter needs Linux.
+func (p *Process) NsEnter(context.Context, ...string) ([]byte, error) {
+	return nil, errors.ErrUnsupported
+}

@@ -2,11 +2,15 @@
 // real network on one Linux machine (see package
 // github.com/kilofed/kilofed/e2e/lab).
 //
-//	kilofed-lab demo             one cluster, two locations (the seed's cn-beijing and
-//	                             cn-shanghai) of two nodes, an HTTP echo Deployment and
-//	                             Service answered through its ClusterIP; then teardown
-//	kilofed-lab up [-clusters N] start a lab and keep it until Ctrl-C, printing the
-//	                             kubeconfig paths
+//	kilofed-lab demo [--kg PATH] [--svg PATH]
+//	                             the seed's cluster across two locations (cn-beijing,
+//	                             cn-shanghai), the real kg agent on every node: nodes,
+//	                             the leaders' WireGuard, the topology graph (SVG), a pod
+//	                             in Beijing answered by a pod in Shanghai, directly and
+//	                             through a Service ClusterIP; then teardown
+//	kilofed-lab up [-clusters N] [--kg PATH]
+//	                             start a lab (with kg on every node when --kg is given)
+//	                             and keep it until Ctrl-C, printing the kubeconfig paths
 //	kilofed-lab clean            remove the leftovers of crashed runs (kfl-* namespaces,
 //	                             links, processes, temp dirs); refuses while a lab runs
 //	kilofed-lab workload ...     the pod workloads (HTTP/UDP echo, sleep, get, udp-send)
@@ -30,9 +34,11 @@ import (
 )
 
 const usage = `usage: kilofed-lab <command>
-  demo             start the demo lab, show an HTTP echo Service answered through its ClusterIP, tear down
-  up [-clusters N] [-kube-proxy=false] [-pod-routes=false]
-                   start a lab and keep it until Ctrl-C
+  demo [--kg PATH] [--svg PATH]
+                   start the seed's two-location cluster with kg on every node, show the
+                   mesh and a pod answered across locations through WireGuard, tear down
+  up [-clusters N] [-kube-proxy=false] [-pod-routes=false] [--kg PATH]
+                   start a lab (kg on every node with --kg) and keep it until Ctrl-C
   clean            remove the leftovers of crashed lab runs
   workload ...     run a pod workload (used by the lab's kubelet stand-in)`
 
@@ -57,7 +63,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "demo":
-		err = demo(ctx, logger)
+		err = demo(ctx, logger, os.Args[2:])
 	case "up":
 		err = up(ctx, logger, os.Args[2:])
 	case "clean":

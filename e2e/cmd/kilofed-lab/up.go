@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/kilofed/kilofed/e2e/lab"
+)
+
+// up starts a lab and keeps it until ctx ends (Ctrl-C); with --kg, it runs
+// the kg agent on every node.
+func up(ctx context.Context, logger *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	clusters := fs.Int("clusters", 1, "number of clusters (1 to 5); the first is the seed's cn-beijing/cn-shanghai cluster")
+	kubeProxy := fs.Bool("kube-proxy", true, "run kube-proxy on every node")
+	podRoutes := fs.Bool("pod-routes", true, "install host-gw pod routes inside each location (default false with --kg: kg routes)")
+	kgPath := fs.String("kg", "", "run this kg agent binary on every node (default: no agents)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *clusters < 1 || *clusters > 5 {
+		return fmt.Errorf("-clusters %d: give 1 to 5", *clusters)
+	}
+	routesSet := false
+	fs.Visit(func(f *flag.Flag) { routesSet = routesSet || f.Name == "pod-routes" })
+	var kg string
+	if *kgPath != "" {
+		var err error
+		if kg, err = locateKG(*kgPath); err != nil {
+			return err
+		}
+		if !routesSet {
+			*podRoutes = false
+		}
+	}
+	spec := lab.Spec{PodRoutes: *podRoutes, KubeProxy: *kubeProxy, Clusters: []lab.ClusterSpec{lab.SeedClusterSpec()}}
+	for i := 2; i <= *clusters; i++ {
+		spec.Clusters = append(spec.Clusters, lab.ClusterSpec{Locations: []lab.LocationSpec{
+			{Name: "public-" + strconv.Itoa(i), Nodes: []lab.NodeSpec{{}, {}}},
+			{Name: "behind-nat-" + strconv.Itoa(i), NAT: true, Nodes: []lab.NodeSpec{{}, {}}},
+		}})
+	}
+	l, err := lab.Start(ctx, spec, labOptions(logger)...)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Println(l.Describe())
+	if kg != "" {
+		for _, c := range l.Clusters() {
+			as, err := startMesh(ctx, c, kg)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			leaders, err := waitLeaders(ctx, c, as, 90*time.Second)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w%s", c.Name, err, agentTails(as))
+			}
+			fmt.Printf("cluster %s: kg runs on every node (logs %s/logs/%s-<node>-kg.log); leaders:", c.Name, l.Dir, c.Name)
+			for _, n := range leaders {
+				fmt.Printf(" %s (%s)", n.Name, n.Location)
+			}
+			fmt.Println()
+		}
+	}
+	for _, c := range l.Clusters() {
+		fmt.Printf("export KUBECONFIG=%s   # cluster %s\n", c.Kubeconfig, c.Name)
+	}
+	fmt.Println("\nkilofed-lab: the lab runs; Ctrl-C tears it down")
+	<-ctx.Done()
+	fmt.Println("\nkilofed-lab: tearing down")
+	return l.Close()
+}
