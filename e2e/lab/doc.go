@@ -23,7 +23,10 @@
 //     namespaces with a veth, an IP of the podCIDR and a built-in workload
 //     chosen by image (EchoImage, UDPEchoImage, SleepImage);
 //   - the real kube-proxy (iptables mode) when Spec.KubeProxy;
-//   - whatever a test starts with Node.Start (the kg agent).
+//   - whatever a test starts with Node.Start, and the real kg agent with
+//     Node.StartAgent (a private /run/wireguard per node, so that every
+//     embedded WireGuard device is kilo0; Process.NsEnter runs `wg show`
+//     against it).
 //
 // Per location: a router namespace kfl-<run>-<cluster>-<location>-r with the
 // LAN bridge lan0 (the router is the LAN's first address) and wan0 to the
@@ -35,6 +38,15 @@
 // address towards the router that owns it, proxy ARP, forwarding, and
 // WANHostIP (203.0.113.254) on its loopback. Public addresses come only from
 // 203.0.113.0/24 and 198.51.100.0/24; nothing leaves the lab's namespaces.
+//
+// # Hosts on the Internet
+//
+// Lab.AddHost adds a namespace kfl-<run>-h-<name> on the WAN: a developer
+// laptop or an external WireGuard peer. It has its own public address on
+// wan0, or with HostOptions.NAT sits at 172.16.<n>.10 behind a home router
+// kfl-<run>-h-<name>-r that masquerades it behind the public address and
+// lets nothing in. HostOptions.Mgmt adds mgmt0 on the management bridge
+// (100.(64+s).255.(9+n)), the host's only way to the API servers.
 //
 // # Management network and concurrent labs
 //
