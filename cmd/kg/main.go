@@ -67,7 +67,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Var(&o.wireguard, "wireguard", "WireGuard implementation: auto, kernel or userspace (embedded wireguard-go)")
 	fs.StringVar(&o.keyFile, "key-file", "/var/lib/kilo/key", "file holding this node's WireGuard private key (created 0600 if absent; delete it and restart to rotate)")
 	fs.StringVar(&o.forceExternalIP, "force-external-ip", "", "announce this IP (or host:port) as the node's endpoint instead of its ExternalIP")
-	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service CIDRs of the cluster, routed to external peers")
+	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service CIDRs of the cluster, routed to external peers (default: read from the cluster's ServiceCIDR objects)")
 	fs.BoolVar(&o.local, "local", true, "manage the routes between nodes of one location (false leaves them to the CNI)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 3*time.Second, "a node whose heartbeat lease is older than this loses leadership")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", k8s.DefaultLeaseNamespace, "namespace of the heartbeat leases")

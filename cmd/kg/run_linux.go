@@ -61,6 +61,13 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if len(topo.ServiceCIDRs) == 0 {
+		if topo.ServiceCIDRs, err = backend.ServiceCIDRs(ctx); err != nil {
+			log.Warn("Service ranges unknown: external peers will not reach ClusterIPs", "err", err)
+		} else {
+			log.Info("Service ranges read from the cluster", "cidrs", topo.ServiceCIDRs)
+		}
+	}
 	self, err := waitForNode(ctx, backend, o.hostname, log)
 	if err != nil {
 		return err

@@ -101,7 +101,6 @@ func startAgent(t testing.TB, c *lab.Cluster, n *lab.Node, o meshOptions) *lab.P
 		"--encapsulate=" + o.encapsulate,
 		"--wireguard=userspace",
 		"--key-file=" + filepath.Join(keyDir, "key"),
-		"--service-cidr=" + c.ServiceCIDR.String(),
 		"--resync-period=10s",
 		"--log-level=debug",
 	}

@@ -134,8 +134,13 @@ func TestAPIServer(t *testing.T) {
 	}
 	// The cluster built by hand: the inputs the agents should read, with
 	// the options they run with.
+	// The API server's own default ServiceCIDR is discovered too.
+	if len(src.ServiceCIDRs) != 1 {
+		t.Fatalf("discovered Service ranges %v, want the API server's one", src.ServiceCIDRs)
+	}
 	byHand, err := topology.New(want.Nodes, want.Peers, topology.Options{
 		Subnet: pfx("10.5.0.0/16"), Granularity: topology.LocationGranularity, Encapsulate: topology.EncapsulateAlways,
+		ServiceCIDRs: src.ServiceCIDRs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +151,7 @@ func TestAPIServer(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		for _, note := range []string{"subnet 10.5.0.0/16 inferred", "granularity location inferred"} {
+		for _, note := range []string{"subnet 10.5.0.0/16 inferred", "granularity location inferred", "read from the cluster's ServiceCIDR objects"} {
 			if !strings.Contains(stderr, note) {
 				t.Errorf("stderr %q does not say %q", stderr, note)
 			}

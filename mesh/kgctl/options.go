@@ -56,6 +56,10 @@ func (f MeshFlags) Options(s Snapshot) (topology.Options, []string, error) {
 		o.Encapsulate = DefaultEncapsulate
 	}
 	var notes []string
+	if len(o.ServiceCIDRs) == 0 && len(s.ServiceCIDRs) > 0 {
+		o.ServiceCIDRs = slices.Clone(s.ServiceCIDRs)
+		notes = append(notes, fmt.Sprintf("service CIDRs %v read from the cluster's ServiceCIDR objects", s.ServiceCIDRs))
+	}
 	var errs []error
 
 	subnets := map[string][]string{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -26,6 +27,9 @@ type Snapshot struct {
 	// Granularities is the mesh granularity each node's agent published
 	// (kilo.squat.ai/granularity), by node name.
 	Granularities map[string]topology.Granularity
+	// ServiceCIDRs are the cluster's Service ranges, from its ServiceCIDR
+	// objects; used when --service-cidr is not given.
+	ServiceCIDRs []netip.Prefix
 }
 
 // Source gives snapshots of one cluster's mesh and says when they change.
@@ -49,6 +53,8 @@ type PeerCreator interface {
 type ClusterSource struct {
 	// Client is the backend the snapshots come from.
 	Client *k8s.Client
+	// ServiceCIDRs were read once from the cluster's ServiceCIDR objects.
+	ServiceCIDRs []netip.Prefix
 }
 
 // NewClusterSource connects to the API server as the agents do (same
@@ -59,13 +65,17 @@ func NewClusterSource(ctx context.Context, cfg k8s.Config) (*ClusterSource, erro
 	if err != nil {
 		return nil, err
 	}
-	return &ClusterSource{Client: c}, nil
+	cidrs, err := c.ServiceCIDRs(ctx)
+	if err != nil && cfg.Logger != nil {
+		cfg.Logger.Warn("cannot discover the Service ranges", "err", err)
+	}
+	return &ClusterSource{Client: c, ServiceCIDRs: cidrs}, nil
 }
 
 // Snapshot implements Source.
 func (s *ClusterSource) Snapshot() Snapshot {
 	nodes, peers, problems := s.Client.Snapshot()
-	return Snapshot{Nodes: nodes, Peers: peers, Problems: problems, Granularities: s.Client.Granularities()}
+	return Snapshot{Nodes: nodes, Peers: peers, Problems: problems, Granularities: s.Client.Granularities(), ServiceCIDRs: s.ServiceCIDRs}
 }
 
 // Changes implements Source.
