@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"flag"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -22,8 +22,6 @@ import (
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 type fakeLinks struct{ addrs map[string][]netip.Prefix }
 
@@ -96,26 +94,6 @@ func newRig(t *testing.T, host string, seed byte) *rig {
 	return r
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
-
 func TestReconcileAppliesLeaderShareAndIsIdempotent(t *testing.T) {
 	r := newRig(t, "node-beijing", 1)
 	ctx := context.Background()
@@ -123,7 +101,7 @@ func TestReconcileAppliesLeaderShareAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := r.device.Record() + "---\n" + r.router.Record()
-	golden(t, "leader-beijing", first)
+	golden.Check(t, "leader-beijing.golden", first)
 	if got := r.links.addrs["kilo0"]; len(got) != 1 || !netip.MustParsePrefix("10.5.0.0/16").Contains(got[0].Addr()) {
 		t.Errorf("leader addresses = %v, want one address in 10.5.0.0/16", got)
 	}

@@ -3,6 +3,7 @@ package firewall
 import (
 	"context"
 	"errors"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"testing"
 )
@@ -24,5 +25,5 @@ func TestFakeRecord(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fake.golden", f.Record())
+	golden.Check(t, "fake.golden", f.Record())
 }

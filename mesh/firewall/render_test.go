@@ -2,16 +2,10 @@ package firewall
 
 import (
 	"errors"
-	"flag"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 var pfx = netip.MustParsePrefix
 
@@ -43,7 +37,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "render_"+tt.name+".golden", got)
+			golden.Check(t, "render_"+tt.name+".golden", got)
 		})
 	}
 }
@@ -64,27 +58,5 @@ func TestRenderRejects(t *testing.T) {
 				t.Errorf("Render() error = %v, want ErrInvalid", err)
 			}
 		})
-	}
-}
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
 	}
 }

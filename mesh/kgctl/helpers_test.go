@@ -4,20 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kilofed/kilofed/mesh/topology"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
 
 // privateKey returns a fixed private key derived from name.
 func privateKey(name string) wgtypes.Key {
@@ -79,23 +73,4 @@ func run(t *testing.T, src Source, args ...string) (string, string, int) {
 		OpenSource: func(context.Context, *Env, BackendFlags) (Source, error) { return src, nil }}
 	code := Main(t.Context(), env, MeshCommands(), args)
 	return stdout.String(), stderr.String(), code
-}
-
-// golden compares got with testdata/name.golden, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-want +got):\n%s", path, diff)
-	}
 }

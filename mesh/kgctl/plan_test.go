@@ -3,6 +3,7 @@ package kgctl
 import (
 	"errors"
 	"fmt"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"slices"
 	"strings"
@@ -73,7 +74,7 @@ func TestPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name, renderPlan(p))
+			golden.Check(t, tt.name+".golden", renderPlan(p))
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package kgctl
 
 import (
+	"github.com/kilofed/kilofed/mesh/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,7 @@ func TestGolden(t *testing.T) {
 				}
 				return
 			}
-			golden(t, tt.name, stdout)
+			golden.Check(t, tt.name+".golden", stdout)
 		})
 	}
 }

@@ -2,17 +2,12 @@ package route
 
 import (
 	"errors"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 var (
 	pfx = netip.MustParsePrefix
@@ -172,27 +167,5 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want error %v", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
 	}
 }

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"testing"
 )
 
@@ -30,7 +31,7 @@ func TestFakeRecord(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fake.golden", f.Record())
+	golden.Check(t, "fake.golden", f.Record())
 	if r, l := f.State(); len(r)+len(l) != 0 {
 		t.Errorf("state after Close: %v %v", r, l)
 	}

@@ -2,11 +2,8 @@ package topology
 
 import (
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +14,6 @@ import (
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
 
 // netipCmp lets go-cmp compare net/netip values.
 var netipCmp = cmp.Options{
@@ -182,26 +177,4 @@ func render(t *testing.T, top *Topology, nodes []Node, peers []Peer) string {
 	b.WriteString("\n== dot\n")
 	b.WriteString(top.DOT())
 	return b.String()
-}
-
-// golden compares got with testdata/name.golden, rewriting it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file: %v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
 }

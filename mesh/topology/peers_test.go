@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"slices"
 	"strings"
@@ -139,7 +140,7 @@ func TestPeerConfSeedLaptop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "peerconf-seb-laptop", wireguard.Render(iface, wireguard.RenderOptions{}))
+	golden.Check(t, "peerconf-seb-laptop.golden", wireguard.Render(iface, wireguard.RenderOptions{}))
 	if diff := cmp.Diff(pfxs("10.5.100.10/32"), iface.Address, netipCmp); diff != "" {
 		t.Errorf("Address (-want +got):\n%s", diff)
 	}

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"github.com/kilofed/kilofed/mesh/golden"
 	"math/rand/v2"
 	"net/netip"
 	"os/exec"
@@ -22,7 +23,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
-			golden(t, sc.name, render(t, top, sc.nodes, sc.peers))
+			golden.Check(t, sc.name+".golden", render(t, top, sc.nodes, sc.peers))
 		})
 	}
 }

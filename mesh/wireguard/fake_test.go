@@ -2,6 +2,7 @@ package wireguard
 
 import (
 	"context"
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestFakeRecordsChanges(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
-	golden(t, "fake.golden", f.Record())
+	golden.Check(t, "fake.golden", f.Record())
 	if err := f.Set(ctx, cfg); err == nil {
 		t.Error("Set after Close succeeded")
 	}

@@ -1,6 +1,7 @@
 package wireguard
 
 import (
+	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestRender(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			golden(t, "render_"+tt.name+".golden", Render(tt.iface, tt.opts))
+			golden.Check(t, "render_"+tt.name+".golden", Render(tt.iface, tt.opts))
 		})
 	}
 }
