@@ -42,6 +42,7 @@ type options struct {
 	serviceCIDRs    string
 	local           bool
 	leaseDuration   time.Duration
+	meshKeepalive   time.Duration
 	leaseNamespace  string
 	cleanUp         bool
 	cleanUpIface    bool
@@ -68,6 +69,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.keyFile, "key-file", "/var/lib/kilo/key", "file holding this node's WireGuard private key (created 0600 if absent; delete it and restart to rotate)")
 	fs.StringVar(&o.forceExternalIP, "force-external-ip", "", "announce this IP (or host:port) as the node's endpoint instead of its ExternalIP")
 	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service CIDRs of the cluster, routed to external peers (default: read from the cluster's ServiceCIDR objects)")
+	fs.DurationVar(&o.meshKeepalive, "mesh-keepalive", topology.DefaultMeshKeepalive, "least persistent keepalive of the tunnels between locations: keeps them and NAT mappings up, and lets a new gateway's handshake go out at once; 0 leaves it to the nodes' kilo.squat.ai/persistent-keepalive")
 	fs.BoolVar(&o.local, "local", true, "manage the routes between nodes of one location (false leaves them to the CNI)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 3*time.Second, "a node whose heartbeat lease is older than this loses leadership")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", k8s.DefaultLeaseNamespace, "namespace of the heartbeat leases")
@@ -93,6 +95,7 @@ func (o options) topologyOptions() (topology.Options, error) {
 		Port:          uint16(o.port),
 		Links:         topology.Links{WireGuard: o.iface},
 		NoLocalRoutes: !o.local,
+		MeshKeepalive: o.meshKeepalive,
 	}
 	if t.Granularity, err = topology.ParseGranularity(o.granularity); err != nil {
 		return t, fmt.Errorf("--mesh-granularity %w", err)

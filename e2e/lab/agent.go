@@ -50,7 +50,6 @@ func (n *Node) agentScript(o AgentOptions) (string, error) {
 		"--encapsulate=" + o.Encapsulate,
 		"--wireguard=userspace",
 		"--key-file=" + filepath.Join(n.lab.Dir, "keys", c.Name+"-"+n.Name, "key"),
-		"--service-cidr=" + c.ServiceCIDR.String(),
 	}
 	args = append(args, o.Extra...)
 	return "mkdir -p /run/wireguard && mount -t tmpfs kfl-wg /run/wireguard && exec " + shellJoin(args), nil

@@ -13,7 +13,7 @@ func TestAgentScript(t *testing.T) {
 	n := l.Cluster("c1").Node("node-beijing")
 	prefix := "mkdir -p /run/wireguard && mount -t tmpfs kfl-wg /run/wireguard && exec "
 	common := "'--kubeconfig=' '--hostname=node-beijing' '--subnet=10.5.0.0/16' "
-	tail := " '--wireguard=userspace' '--key-file=/tmp/kfl-gold-1/keys/c1-node-beijing/key' '--service-cidr=10.20.0.0/16'"
+	tail := " '--wireguard=userspace' '--key-file=/tmp/kfl-gold-1/keys/c1-node-beijing/key'"
 	tests := []struct {
 		name    string
 		opts    AgentOptions

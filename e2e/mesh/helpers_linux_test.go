@@ -86,39 +86,18 @@ func installCRD(ctx context.Context, t testing.TB, c *lab.Cluster) {
 	}
 }
 
-// startAgent runs kg on node n. The agent gets a private /run/wireguard
-// (tmpfs in the mount namespace of its `ip netns exec`), so that every
+// startAgent runs kg on node n, with a private /run/wireguard so that every
 // node's embedded WireGuard can be called kilo0 as in production.
-func startAgent(t testing.TB, c *lab.Cluster, n *lab.Node, o meshOptions) *lab.Process {
+func startAgent(t testing.TB, n *lab.Node, o meshOptions) *lab.Process {
 	t.Helper()
-	keyDir := filepath.Join(t.TempDir(), n.Name)
-	args := []string{
-		filepath.Join(binDir, "kg"),
-		"--kubeconfig=" + c.Kubeconfig,
-		"--hostname=" + n.Name,
-		"--subnet=" + c.WireGuardSubnet.String(),
-		"--mesh-granularity=" + o.granularity,
-		"--encapsulate=" + o.encapsulate,
-		"--wireguard=userspace",
-		"--key-file=" + filepath.Join(keyDir, "key"),
-		"--resync-period=10s",
-		"--log-level=debug",
-	}
-	args = append(args, o.extra...)
-	script := "mkdir -p /run/wireguard && mount -t tmpfs kfl-wg /run/wireguard && exec " + shellJoin(args)
-	p, err := n.Start("kg", "sh", "-c", script)
+	p, err := n.StartAgent(lab.AgentOptions{
+		Binary: filepath.Join(binDir, "kg"), Granularity: o.granularity, Encapsulate: o.encapsulate,
+		Extra: append([]string{"--resync-period=10s", "--log-level=debug"}, o.extra...),
+	})
 	if err != nil {
 		t.Fatalf("start kg on %s: %v", n.Name, err)
 	}
 	return p
-}
-
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // startMesh runs kg on every node of c and stops them at the end of the test.
@@ -126,7 +105,7 @@ func startMesh(t testing.TB, c *lab.Cluster, o meshOptions) agents {
 	t.Helper()
 	as := agents{}
 	for _, n := range c.Nodes() {
-		as[n.Name] = startAgent(t, c, n, o)
+		as[n.Name] = startAgent(t, n, o)
 	}
 	t.Cleanup(func() {
 		for name, p := range as {
@@ -139,11 +118,9 @@ func startMesh(t testing.TB, c *lab.Cluster, o meshOptions) agents {
 	return as
 }
 
-// wg runs the wg tool against node n's embedded device, inside the mount
-// namespace of its agent.
+// wg runs the wg tool against the embedded device of agent p.
 func wg(ctx context.Context, p *lab.Process, args ...string) (string, error) {
-	argv := append([]string{"-t", fmt.Sprint(p.Pid()), "-m", "-n", "wg"}, args...)
-	out, err := exec.CommandContext(ctx, "nsenter", argv...).CombinedOutput()
+	out, err := p.NsEnter(ctx, append([]string{"wg"}, args...)...)
 	return string(out), err
 }
 

@@ -28,6 +28,7 @@ type BackendFlags struct {
 type meshFlagSet struct {
 	subnet, granularity, encapsulate string
 	port                             uint16
+	meshKeepalive                    time.Duration
 	serviceCIDRs                     []string
 	backend                          BackendFlags
 	verbose                          bool
@@ -39,6 +40,7 @@ func (m *meshFlagSet) register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.granularity, "mesh-granularity", "", "the agents' --mesh-granularity: location, full or cross (default inferred from their kilo.squat.ai/granularity, else location)")
 	fs.Uint16Var(&m.port, "port", topology.DefaultPort, "the agents' WireGuard --port")
 	fs.StringVar(&m.encapsulate, "encapsulate", string(DefaultEncapsulate), "the agents' --encapsulate: never, crosssubnet or always (graph labels only)")
+	fs.DurationVar(&m.meshKeepalive, "mesh-keepalive", topology.DefaultMeshKeepalive, "the agents' --mesh-keepalive")
 	fs.StringSliceVar(&m.serviceCIDRs, "service-cidr", nil, "the agents' --service-cidr, comma-separated")
 	fs.StringVar(&m.backend.TopologyLabel, "topology-label", k8s.DefaultTopologyLabel, "the agents' --topology-label: node label read for the location")
 	fs.DurationVar(&m.backend.LeaseDuration, "lease-duration", k8s.DefaultLeaseDuration, "the agents' --lease-duration: nodes whose heartbeat is older are not ready")
@@ -47,7 +49,7 @@ func (m *meshFlagSet) register(fs *pflag.FlagSet) {
 
 // flags parses the flags' text into MeshFlags.
 func (m *meshFlagSet) flags() (MeshFlags, error) {
-	f := MeshFlags{Port: m.port}
+	f := MeshFlags{Port: m.port, MeshKeepalive: m.meshKeepalive}
 	if m.subnet != "" {
 		p, err := netip.ParsePrefix(m.subnet)
 		if err != nil {

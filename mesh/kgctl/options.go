@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kilofed/kilofed/mesh/topology"
 )
@@ -37,6 +38,8 @@ type MeshFlags struct {
 	// ServiceCIDRs is kg's --service-cidr: external peers route them
 	// through the mesh, and Peers may not claim them.
 	ServiceCIDRs []netip.Prefix
+	// MeshKeepalive is kg's --mesh-keepalive.
+	MeshKeepalive time.Duration
 }
 
 // Options returns the topology options for snapshot s: the flags, with
@@ -46,11 +49,12 @@ type MeshFlags struct {
 // and no flag picks one; it names the nodes.
 func (f MeshFlags) Options(s Snapshot) (topology.Options, []string, error) {
 	o := topology.Options{
-		Subnet:       f.Subnet,
-		Granularity:  f.Granularity,
-		Port:         f.Port,
-		Encapsulate:  f.Encapsulate,
-		ServiceCIDRs: slices.Clone(f.ServiceCIDRs),
+		Subnet:        f.Subnet,
+		Granularity:   f.Granularity,
+		Port:          f.Port,
+		Encapsulate:   f.Encapsulate,
+		ServiceCIDRs:  slices.Clone(f.ServiceCIDRs),
+		MeshKeepalive: f.MeshKeepalive,
 	}
 	if o.Encapsulate == "" {
 		o.Encapsulate = DefaultEncapsulate

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // Defaults used by New for zero-valued Options fields.
@@ -57,6 +58,13 @@ type Options struct {
 	// to one segment so that an external peer reaches ClusterIPs and the
 	// cluster DNS.
 	ServiceCIDRs []netip.Prefix
+	// MeshKeepalive is the least persistent keepalive of the tunnels
+	// between segments (not of external Peers). Besides keeping tunnels and
+	// NAT mappings up, it makes WireGuard start a handshake as soon as a peer
+	// is configured, so that after a failover the side configured last
+	// completes the handshake at once instead of after a 5 s retry. Zero
+	// leaves the nodes' own keepalives alone.
+	MeshKeepalive time.Duration
 	// TunnelNextHop says how a route to dst reaches, through Links.Tunnel,
 	// the node whose underlay address is remote: the gateway, whether the
 	// route needs onlink, and whether the tunnel can carry dst at all. The
@@ -139,6 +147,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// DefaultMeshKeepalive is the agents' default --mesh-keepalive: WireGuard's
+// customary keepalive, short enough for NAT mappings.
+const DefaultMeshKeepalive = 25 * time.Second
 
 // ErrInvalidValue is returned by ParseGranularity and ParseEncapsulate.
 var ErrInvalidValue = errors.New("invalid value")

@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
 func TestOptions(t *testing.T) {
@@ -84,5 +86,40 @@ func TestEmptyTopology(t *testing.T) {
 	}
 	if !strings.HasPrefix(top.DOT(), "digraph kilo {") {
 		t.Errorf("DOT without nodes is not a graph")
+	}
+}
+
+func TestMeshKeepaliveAppliesBetweenSegmentsOnly(t *testing.T) {
+	nodes := []Node{
+		{Name: "a", Location: "x", Ready: true, Key: testKey("a"), InternalIP: netip.MustParsePrefix("10.0.1.10/24"), ExternalIP: netip.MustParseAddr("203.0.113.10")},
+		{Name: "b", Location: "y", Ready: true, Key: testKey("b"), InternalIP: netip.MustParsePrefix("10.0.2.10/24"), ExternalIP: netip.MustParseAddr("203.0.113.20"), PersistentKeepalive: 40 * time.Second},
+	}
+	peers := []Peer{{Name: "laptop", PublicKey: testKey("laptop"), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.4.100.10/32")}}}
+	top, err := New(nodes, peers, Options{MeshKeepalive: 25 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := top.WireGuardConfig("a", testKey("a-private"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[wgtypes.Key]time.Duration{}
+	for _, p := range conf.Peers {
+		got[p.PublicKey] = p.PersistentKeepalive
+	}
+	if got[testKey("b")] != 40*time.Second {
+		t.Errorf("keepalive to b = %v, want b's own 40s (the larger)", got[testKey("b")])
+	}
+	if got[testKey("laptop")] != 0 {
+		t.Errorf("keepalive to the laptop = %v, want 0: MeshKeepalive is for tunnels between segments", got[testKey("laptop")])
+	}
+	conf, _ = top.WireGuardConfig("b", testKey("b-private"))
+	if conf.Peers[0].PersistentKeepalive != 40*time.Second {
+		t.Errorf("keepalive from b to a = %v, want 40s", conf.Peers[0].PersistentKeepalive)
+	}
+	top, _ = New([]Node{nodes[0], {Name: "c", Location: "z", Ready: true, Key: testKey("c"), InternalIP: netip.MustParsePrefix("10.0.3.10/24")}}, nil, Options{MeshKeepalive: 25 * time.Second})
+	conf, _ = top.WireGuardConfig("a", testKey("a-private"))
+	if conf.Peers[0].PersistentKeepalive != 25*time.Second {
+		t.Errorf("keepalive from a to c = %v, want MeshKeepalive 25s", conf.Peers[0].PersistentKeepalive)
 	}
 }

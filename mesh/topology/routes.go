@@ -59,16 +59,21 @@ func (t *Topology) plan(node string) plan {
 			dsts = append(dsts, t.Segments[i].AllowedIPs...)
 		}
 	}
+	npeer := len(dsts) // dsts[npeer:] are the Peers' ranges
 	for _, peer := range t.Peers {
 		dsts = append(dsts, peer.AllowedIPs...)
 	}
 	leader := t.members[own.Nodes[own.Leader].Name]
-	for _, dst := range dsts {
+	for i, dst := range dsts {
 		if p.skip(dst, true) {
 			continue
 		}
 		if leader == m {
-			p.add(route.Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: m.internal(dst.Addr()).Addr()})
+			src := m.internal(dst.Addr()).Addr()
+			if wgIP := own.WireGuardIP.Addr(); i >= npeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
+				src = wgIP
+			}
+			p.add(route.Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: src})
 		} else {
 			p.via(leader, dst)
 		}

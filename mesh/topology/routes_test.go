@@ -27,6 +27,7 @@ func TestRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		nodes  []Node
+		peers  []Peer
 		opts   Options
 		node   string
 		want   []string // route lines that must be there
@@ -84,12 +85,36 @@ func TestRoutes(t *testing.T) {
 		}),
 		want: []string{"10.42.1.0/24 dev kilo0", "10.42.2.0/24 dev kilo0"},
 	}, {
+		// Another cluster (the seed's DR Peer) routes back the other
+		// side's WireGuard subnet, not its LAN: a leader's own traffic
+		// to a Peer leaves from the segment's WireGuard IP (as Kilo's,
+		// from kilo0's address), which it keeps through leader changes.
+		name: "leader: a Peer's ranges through WireGuard with the segment's WireGuard IP as source",
+		node: "a-1", peers: []Peer{drPeer()}, opts: Options{Links: links},
+		nodes: twoSites(func(ns []Node) { ns[0].WireGuardIP = pfx("10.4.0.7/16") }),
+		want: []string{"10.11.0.0/16 dev kilo0 src 10.4.0.7", "10.21.0.0/16 dev kilo0 src 10.4.0.7",
+			"10.42.4.0/24 dev kilo0 src 10.1.0.1"},
+	}, {
+		name: "leader: a Peer's range of the other family keeps the internal IP of that family",
+		node: "a-1", opts: Options{Links: links},
+		peers: func() []Peer { p := drPeer(); p.AllowedIPs = pfxs("2001:db8:11::/48"); return []Peer{p} }(),
+		nodes: twoSites(func(ns []Node) {
+			ns[0].WireGuardIP = pfx("10.4.0.7/16")
+			ns[0].InternalIP6 = pfx("2001:db8:1::1/64")
+		}),
+		want: []string{"2001:db8:11::/48 dev kilo0 src 2001:db8:1::1"},
+	}, {
+		name: "non-leader: a Peer's ranges via the leader, without source",
+		node: "a-2", peers: []Peer{drPeer()}, opts: Options{Links: links},
+		nodes: twoSites(func(ns []Node) { ns[0].WireGuardIP = pfx("10.4.0.7/16") }),
+		want:  []string{"10.11.0.0/16 via 10.1.0.1 dev eth0", "10.21.0.0/16 via 10.1.0.1 dev eth0"},
+	}, {
 		name: "no underlay link: native next hops without on-link",
 		node: "a-2", nodes: twoSites(nil), opts: Options{},
 		want: []string{"10.42.4.0/24 via 10.1.0.1", "10.42.3.0/24 via 10.1.7.3"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			top := mustNew(t, tc.nodes, nil, tc.opts)
+			top := mustNew(t, tc.nodes, tc.peers, tc.opts)
 			routes, rules := top.Routes(tc.node)
 			var lines []string
 			dsts := make(map[string]bool)

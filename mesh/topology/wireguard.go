@@ -44,7 +44,7 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgtypes.Key) (wiregua
 		if !remote(own, s) {
 			continue
 		}
-		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive()))
+		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive))
 		if i == gateway {
 			for _, p := range relayed {
 				pc.AllowedIPs = append(pc.AllowedIPs, p.AllowedIPs...)
