@@ -135,7 +135,11 @@
 //     goes to the WireGuard link without gateway, with N's internal IP of
 //     the range's family as preferred source, so that replies come back to
 //     an address the other side routes to N (Kilo does the same after its
-//     Azure fix).
+//     Azure fix). The ranges of accepted Peers take the segment's WireGuard
+//     IP as source instead, when it is of the range's family (Kilo's peer
+//     routes take kilo0's address): another cluster joined by a Peer routes
+//     back this cluster's WireGuard subnet, not its LANs (which may overlap
+//     its own), and the segment keeps that address through leader changes.
 //   - N does not lead (location granularity): the same ranges, and its own
 //     segment's WireGuard IP, go via the leader's internal IP of the range's
 //     family: natively on the underlay link, or through the tunnel link,
