@@ -69,6 +69,10 @@ type Config struct {
 	// MTU, optional, is the MTU of both ends of each pod veth; 0 keeps the
 	// kernel default (1500).
 	MTU int
+	// Serving, optional, serves the kubelet API (exec, containerLogs,
+	// healthz) so that `kubectl exec` and `kubectl logs` work; without it
+	// the Node still reports port 10250 but nothing answers there.
+	Serving *ServingConfig
 }
 
 // validate checks the config and fills defaults into a copy.
@@ -96,6 +100,9 @@ func (c Config) validate() (Config, error) {
 		errs = append(errs, fmt.Errorf("mtu %d is outside 1280..65535 (0 keeps the default)", c.MTU))
 	}
 	if _, err := podCIDRsByFamily(c.PodCIDRs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Serving.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

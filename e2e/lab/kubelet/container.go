@@ -3,7 +3,7 @@ package kubelet
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,14 +23,17 @@ type containerRuntime struct {
 	plan        workloadPlan
 	readyFile   string
 	proc        *process // current run, nil when not running
-	startedAt   time.Time
-	ready       bool
-	restarts    int32
-	id          string
-	waiting     string    // reason while waiting to restart
-	exitedAt    time.Time // of the last run, for the backoff
-	lastExit    *exitInfo // last run, after a restart
-	terminated  *exitInfo // final run: the container will not restart
+	// current is the last run started, for the kubelet API's goroutines
+	// (proc is the reconcile's own view).
+	current    atomic.Pointer[process]
+	startedAt  time.Time
+	ready      bool
+	restarts   int32
+	id         string
+	waiting    string    // reason while waiting to restart
+	exitedAt   time.Time // of the last run, for the backoff
+	lastExit   *exitInfo // last run, after a restart
+	terminated *exitInfo // final run: the container will not restart
 }
 
 // startContainer starts a new run of c inside the pod's netns. A process
@@ -46,7 +49,7 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 	p, err := k.start(processSpec{
 		Argv:    argv,
 		Env:     append(os.Environ(), id.env()...),
-		LogPath: filepath.Join(k.logDir, fmt.Sprintf("%s_%s_%s.log", rt.namespace, rt.name, c.name)),
+		LogPath: k.logPath(rt.namespace, rt.name, c.name),
 	})
 	if err != nil {
 		k.log.Error("container start failed", "pod", rt.key, "container", c.name, "err", err)
@@ -55,6 +58,7 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 		k.log.Info("container started", "pod", rt.key, "container", c.name, "workload", c.plan.Kind, "ports", c.plan.Ports, "pid", p.pid)
 	}
 	c.proc = p
+	c.current.Store(p)
 	key, queue := rt.key, k.queue
 	go func() {
 		<-p.done
@@ -107,6 +111,21 @@ func (k *kubelet) stopContainer(rt *podRuntime, c *containerRuntime) {
 		}
 	}
 	_ = os.Remove(c.readyFile)
+}
+
+// running reports whether the last run of c is still going on; safe from
+// any goroutine.
+func (c *containerRuntime) running() bool {
+	p := c.current.Load()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // shouldRestart applies a pod restart policy to an exit status.

@@ -42,6 +42,16 @@ type kubelet struct {
 	allocs   []*ipAllocator // IPv4 first
 	store    cache.Store
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// runCtx is Run's context: pods' exec contexts derive from it.
+	runCtx context.Context
+
+	// The kubelet API (Config.Serving).
+	authz      authorizer
+	execPrefix func(netns string) []string // argv prefix entering a pod's netns
+	runExec    func(context.Context, execSpec) (int, error)
+	execMu     sync.Mutex
+	execClosed bool
+	execWG     sync.WaitGroup // exec sessions
 
 	mu   sync.Mutex
 	pods map[string]*podRuntime // by namespace/name
@@ -58,12 +68,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Serving != nil {
+		defer cfg.Serving.Listener.Close() // also when Run fails before serving
+	}
 	k := &kubelet{
-		cfg:  cfg,
-		log:  cfg.Logger,
-		now:  time.Now,
-		net:  newPodNetwork(cfg.Logger),
-		pods: map[string]*podRuntime{},
+		cfg:        cfg,
+		log:        cfg.Logger,
+		now:        time.Now,
+		net:        newPodNetwork(cfg.Logger),
+		pods:       map[string]*podRuntime{},
+		runCtx:     ctx,
+		authz:      newSARAuthorizer(cfg.Client, cfg.NodeName),
+		execPrefix: netnsExecPrefix,
+		runExec:    runCommand,
 	}
 	k.nodeInfo = nodeSystemInfo(cfg, randomID(), kernelVersion())
 	if err := k.openLogDir(); err != nil {
@@ -201,6 +218,10 @@ func (k *kubelet) runPods(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	var api sync.WaitGroup
+	if k.cfg.Serving != nil {
+		api.Go(func() { k.serveAPI(ctx) })
+	}
 
 	var wg sync.WaitGroup
 	for range workers {
@@ -213,6 +234,8 @@ func (k *kubelet) runPods(ctx context.Context) error {
 	k.queue.ShutDown()
 	wg.Wait()
 	k.teardownAll()
+	k.closeExecs()
+	api.Wait()
 	return nil
 }
 

@@ -19,7 +19,7 @@ import (
 // Versions and sizes that the Node reports.
 const (
 	kubeletVersion = "v1.37.2"
-	kubeletPort    = 10250 // reported only: the stand-in serves no kubelet API
+	kubeletPort    = 10250 // reported when Config.Serving is nil (nothing answers then)
 	runtimeVersion = "kilofed-lab://v1"
 )
 
@@ -44,7 +44,8 @@ func nodeLabels(cfg Config) map[string]string {
 	return l
 }
 
-// nodeAddresses returns status.addresses: InternalIP(s), ExternalIP, Hostname.
+// nodeAddresses returns status.addresses: InternalIP(s), ExternalIP,
+// InternalDNS (the kubelet API's address, when served), Hostname.
 func nodeAddresses(cfg Config) []corev1.NodeAddress {
 	a := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cfg.InternalIP.String()}}
 	if cfg.InternalIP6.IsValid() {
@@ -52,6 +53,9 @@ func nodeAddresses(cfg Config) []corev1.NodeAddress {
 	}
 	if cfg.ExternalIP.IsValid() {
 		a = append(a, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: cfg.ExternalIP.String()})
+	}
+	if api, _ := cfg.Serving.endpoint(); api.IsValid() {
+		a = append(a, corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: api.String()})
 	}
 	return append(a, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
 }
@@ -82,7 +86,8 @@ func nodeStatus(cfg Config, prev corev1.NodeStatus, info corev1.NodeSystemInfo, 
 	st.Capacity = nodeCapacity.DeepCopy()
 	st.Allocatable = nodeCapacity.DeepCopy()
 	st.NodeInfo = info
-	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}}
+	_, port := cfg.Serving.endpoint()
+	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: port}}
 	want := []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kilofed lab kubelet stand-in is posting ready status"},
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -26,6 +27,10 @@ func TestNodeStatus(t *testing.T) {
 			want: "InternalIP 10.0.1.10\nExternalIP 203.0.113.10\nHostname node-beijing\n"},
 		{name: "dual-stack", mutate: func(c *Config) { c.InternalIP6 = netip.MustParseAddr("2001:db8:1::10") },
 			want: "InternalIP 10.0.1.10\nInternalIP 2001:db8:1::10\nHostname node-beijing\n"},
+		{name: "kubelet API served: InternalDNS is its address, port is the listener's", mutate: func(c *Config) {
+			c.ExternalIP = netip.MustParseAddr("203.0.113.10")
+			c.Serving = &ServingConfig{Listener: fixedAddrListener{netip.MustParseAddrPort("100.64.1.10:10250")}}
+		}, want: "InternalIP 10.0.1.10\nExternalIP 203.0.113.10\nInternalDNS 100.64.1.10\nHostname node-beijing\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +56,13 @@ func TestNodeStatus(t *testing.T) {
 		})
 	}
 }
+
+// fixedAddrListener is a listener that only has an address.
+type fixedAddrListener struct{ addr netip.AddrPort }
+
+func (l fixedAddrListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (l fixedAddrListener) Close() error              { return nil }
+func (l fixedAddrListener) Addr() net.Addr            { return net.TCPAddrFromAddrPort(l.addr) }
 
 func TestNodeStatusConditions(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

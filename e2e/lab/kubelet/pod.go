@@ -30,6 +30,21 @@ type podRuntime struct {
 	// gone then, and the runtime only remembers not to start the pod again.
 	finished bool
 	written  *corev1.PodStatus // last status written
+	// execCtx ends (stopExec) when the pod finishes or is torn down:
+	// commands exec'd into it are killed then.
+	execCtx  context.Context
+	stopExec context.CancelFunc
+}
+
+// container returns the container named name, or nil; safe from any
+// goroutine (the list does not change after startPod).
+func (rt *podRuntime) container(name string) *containerRuntime {
+	for _, c := range rt.containers {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // reconcile brings the pod namespace/name (key) to its desired state:
@@ -84,11 +99,13 @@ func (k *kubelet) startPod(pod *corev1.Pod) (*podRuntime, error) {
 		startTime: k.now(),
 		hostIPs:   k.hostIPs(),
 	}
+	rt.execCtx, rt.stopExec = context.WithCancel(k.runCtx)
 	if pod.Spec.HostNetwork {
 		rt.sandbox = sandboxSpec{HostNetwork: true, Netns: k.cfg.NodeNetns, NodeNetns: k.cfg.NodeNetns, IPs: rt.hostIPs}
 	} else {
 		s, err := k.newSandbox(pod, rt.owner)
 		if err != nil {
+			rt.stopExec()
 			return nil, err
 		}
 		rt.sandbox = s
@@ -178,6 +195,7 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime) 
 	}
 	snap := rt.snapshot()
 	if snap.phase() != corev1.PodRunning && !rt.finished {
+		rt.stopExec()
 		k.removeSandbox(rt)
 		rt.finished = true
 		k.log.Info("pod finished", "pod", rt.key, "phase", snap.phase())
@@ -239,6 +257,7 @@ func (k *kubelet) deletePod(ctx context.Context, pod *corev1.Pod) error {
 
 // teardown stops the containers of rt, removes its sandbox and forgets it.
 func (k *kubelet) teardown(rt *podRuntime, why string) {
+	rt.stopExec()
 	var wg sync.WaitGroup
 	for _, c := range rt.containers {
 		wg.Go(func() { k.stopContainer(rt, c) })

@@ -22,7 +22,7 @@ func startProcess(spec processSpec) (*process, error) {
 		return nil, fmt.Errorf("open workload log: %w", err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "--- %s start: %q\n", time.Now().Format(time.RFC3339Nano), spec.Argv)
+	_, _ = logf.WriteString(runMarker(time.Now(), spec.Argv))
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = logf, logf

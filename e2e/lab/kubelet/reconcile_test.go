@@ -108,7 +108,11 @@ func newTestKubelet(t *testing.T) *testKubelet {
 		store:  cache.NewStore(cache.MetaNamespaceKeyFunc),
 		queue: workqueue.NewTypedRateLimitingQueue[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)),
-		pods: map[string]*podRuntime{},
+		pods:       map[string]*podRuntime{},
+		runCtx:     context.Background(),
+		authz:      allowAll{},
+		execPrefix: func(string) []string { return nil },
+		runExec:    runCommand,
 	}
 	t.Cleanup(tk.queue.ShutDown)
 	t.Cleanup(tk.teardownAll) // releases the process-wide netns claims
