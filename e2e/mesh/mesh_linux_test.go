@@ -4,6 +4,7 @@ package mesh
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,15 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 		t.Fatalf("after the %s of leader %s, traffic to %s was not restored within 90 s (restored: %v)", how, leader.Name, survivor.Name, restored)
 	}
 	worst := max(restored["echo-scw-1"], restored["echo-dc-1"])
+	t.Logf("%s of %s at %s; what the agents saw:", how, leader.Name, start.UTC().Format("15:04:05.000"))
+	for name, p := range as {
+		log, _ := os.ReadFile(p.LogPath)
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "leader changed") || strings.Contains(line, "not forwarding") || strings.Contains(line, "Received handshake response") {
+				t.Logf("  %s: %s", name, line)
+			}
+		}
+	}
 	t.Logf("leader %s of %s (%s): traffic to %s restored from scaleway after %v, from behind NAT after %v",
 		leader.Name, loc, how, survivor.Name, restored["echo-scw-1"].Round(time.Millisecond), restored["echo-dc-1"].Round(time.Millisecond))
 	return worst

@@ -111,7 +111,10 @@ type Agent struct {
 	leaders  map[string]string
 	problems string
 
-	// Touched by Reconcile only.
+	applied wireguard.Config // the last configuration the device took
+
+	// Touched by the Run goroutine only (Reconcile and restartHandshakes).
+	nudge      *nudger
 	peerWrites map[string]statusWrite
 	resolved   map[string]netip.Addr
 	lookupErr  map[string]string
@@ -157,6 +160,7 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{
 		cfg: cfg, log: log, leaders: map[string]string{},
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
+		nudge: newNudger(),
 	}, nil
 }
 
@@ -164,15 +168,31 @@ func New(cfg Config) (*Agent, error) {
 func (a *Agent) Run(ctx context.Context) error {
 	tick := time.NewTicker(a.cfg.ResyncPeriod)
 	defer tick.Stop()
+	nudge := time.NewTicker(nudgeTick)
+	defer nudge.Stop()
 	for {
 		if err := a.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			a.log.Error("reconcile failed", "err", err)
 		}
+		if !a.waitForChange(ctx, tick.C, nudge.C) {
+			return nil
+		}
+	}
+}
+
+// waitForChange restarts first handshakes on every nudge tick until the
+// cluster changes or the resync period passes (true), or ctx ends (false).
+func (a *Agent) waitForChange(ctx context.Context, resync, nudge <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case <-a.cfg.Backend.Changes():
-		case <-tick.C:
+			return true
+		case <-resync:
+			return true
+		case <-nudge:
+			a.restartHandshakes(ctx)
 		}
 	}
 }

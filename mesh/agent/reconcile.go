@@ -71,7 +71,14 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 		conf = wireguard.Config{PrivateKey: a.cfg.PrivateKey}
 	}
 	conf.ListenPort = a.cfg.ListenPort
-	step("configure "+wg, a.cfg.Device.Set(ctx, conf))
+	if err := a.cfg.Device.Set(ctx, conf); err != nil {
+		step("configure "+wg, err)
+	} else {
+		a.mu.Lock()
+		a.applied = conf
+		a.mu.Unlock()
+		a.nudge.track(conf, time.Now())
+	}
 	step("address "+wg, a.cfg.Links.SetAddresses(wg, addrs))
 	step("bring up "+wg, a.cfg.Links.SetUp(wg))
 
