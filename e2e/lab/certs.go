@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -134,6 +135,38 @@ func (p *clusterPKI) issueClient(user string, groups ...string) (clientCert, err
 		return clientCert{}, fmt.Errorf("pki: encode key of %s: %w", user, err)
 	}
 	return clientCert{certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+// issueKubeletServing issues the serving certificate of a node's kubelet
+// API, as kubelets have: system:node:<node> in system:nodes, for the IPs
+// the API server dials.
+func (p *clusterPKI) issueKubeletServing(node string, ips []netip.Addr) (tls.Certificate, error) {
+	var netIPs []net.IP
+	for _, a := range ips {
+		netIPs = append(netIPs, net.IP(a.AsSlice()))
+	}
+	certPEM, key, err := p.issue(pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		x509.ExtKeyUsageServerAuth, []string{node}, netIPs)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: encode key of %s: %w", node, err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: serving pair of %s: %w", node, err)
+	}
+	return pair, nil
+}
+
+// caPool returns a pool holding the cluster CA (to verify the clients it
+// signed, such as the API server's kubelet client).
+func (p *clusterPKI) caPool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca)
+	return pool
 }
 
 // issue signs a new key's certificate with the CA.

@@ -110,6 +110,12 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--allow-privileged=true",
 		"--kubelet-client-certificate=" + pki.kubeletCert,
 		"--kubelet-client-key=" + pki.kubeletKy,
+		// The kubelet stand-ins serve their API on the nodes' management
+		// addresses, published as InternalDNS (InternalIP is the LAN
+		// address, which the host does not reach), with certificates of
+		// the cluster CA.
+		"--kubelet-preferred-address-types=InternalDNS,InternalIP,Hostname,ExternalDNS,ExternalIP",
+		"--kubelet-certificate-authority=" + pki.caCert,
 		"--enable-priority-and-fairness=false",
 		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 		"--profiling=false",

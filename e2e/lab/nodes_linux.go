@@ -27,6 +27,9 @@ const (
 	kubeletStopTimeout    = 60 * time.Second
 )
 
+// kubeletAPIPort is the port of every node's kubelet API, a kubelet's usual.
+const kubeletAPIPort = 10250
+
 // startNodes runs the kubelet stand-in of every node (and kube-proxy, if
 // asked), then waits for the Nodes, their podCIDRs, the pod routes and
 // kube-proxy's first sync.
@@ -50,6 +53,11 @@ func (l *Lab) startNodes(ctx context.Context) error {
 				Logger:          l.logger.With("cluster", c.Name),
 				LogDir:          filepath.Join(l.Dir, "logs", "pods", c.Name+"-"+n.Name),
 			}
+			serving, err := l.kubeletServing(c, n)
+			if err != nil {
+				return err
+			}
+			cfg.Serving = serving
 			l.kubeletDone.Go(func() {
 				err := kubelet.Run(kctx, cfg)
 				if err != nil && kctx.Err() == nil {
@@ -96,6 +104,21 @@ func (l *Lab) startNodes(ctx context.Context) error {
 		return l.waitKubeProxies(ctx)
 	}
 	return nil
+}
+
+// kubeletServing opens the node's kubelet API endpoint: port 10250 of its
+// management address, in its namespace (the API server reaches it over the
+// management bridge), with a serving certificate of the cluster CA.
+func (l *Lab) kubeletServing(c *Cluster, n *Node) (*kubelet.ServingConfig, error) {
+	cert, err := c.pki.issueKubeletServing(n.Name, []netip.Addr{n.MgmtIP})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := kubelet.ListenInNetns(n.Netns, netip.AddrPortFrom(n.MgmtIP, kubeletAPIPort))
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API of %s/%s: %w", c.Name, n.Name, err)
+	}
+	return &kubelet.ServingConfig{Listener: ln, Address: n.MgmtIP, Certificate: cert, ClientCAs: c.pki.caPool()}, nil
 }
 
 // startKubeProxy starts the real kube-proxy in a node's namespace.
