@@ -11,10 +11,8 @@
 // Config.PodCIDRs, or waits for kube-controller-manager to allocate them),
 // posts its status (InternalIP(s), ExternalIP, Hostname addresses; cpu,
 // memory, pods capacity; nodeInfo with kubeletVersion v1.37.2; Ready=True;
-// daemonEndpoints port 10250, although no kubelet API is served, so
-// `kubectl exec` and `kubectl logs` do not work: use
-// `ip netns exec <PodNetns> ...` and the log folder instead) every 30 s, and
-// renews the node Lease in kube-node-lease every 10 s.
+// daemonEndpoints: the kubelet API's port) every 30 s, and renews the node
+// Lease in kube-node-lease every 10 s.
 //
 // # No scheduler
 //
@@ -65,6 +63,45 @@
 // counting restarts; otherwise the container is terminated with its exit
 // code and, once every container is, the pod becomes Succeeded or Failed and
 // its network is removed. Logs go to <LogDir>/<ns>_<pod>_<container>.log.
+//
+// # Kubelet API
+//
+// With Config.Serving, Run serves the part of the kubelet API that the API
+// server proxies to, so that `kubectl exec`, `kubectl logs` and
+// `kubectl get --raw /api/v1/nodes/<node>/proxy/healthz` work:
+//
+//	/exec/{namespace}/{pod}/{container}        remote command, SPDY v1-v4 or WebSocket v1-v4
+//	/exec/{namespace}/{pod}/{uid}/{container}  (k8s.io/cri-streaming's server side)
+//	/containerLogs/{namespace}/{pod}/{container}
+//	/healthz
+//
+// The Node publishes the listener's port as its kubelet endpoint and
+// ServingConfig.Address as an InternalDNS address; the API server must
+// prefer that type (--kubelet-preferred-address-types=InternalDNS,...).
+// InternalIP and ExternalIP, which kubectl -o wide and the mesh read, do not
+// change. Clients must present a certificate signed by
+// ServingConfig.ClientCAs (the API server's --kubelet-client-certificate);
+// each request is then authorized by a SubjectAccessReview on the node's
+// proxy subresource (healthz: healthz or proxy), answers cached 5 min
+// (denials 30 s), as a kubelet in webhook mode does. Bearer tokens are not
+// accepted.
+//
+// An exec'd command runs as `ip netns exec <PodNetns> <argv>` (hostNetwork
+// pods: the node's netns) with stdin, stdout, stderr or a terminal as asked,
+// and kubectl exec returns its exit code. Only the network is the pod's:
+// the command runs as root on the machine's filesystem and processes, with
+// the pod's /etc/netns resolv.conf (cluster DNS) and an environment of
+// PATH, HOSTNAME (the pod's name), HOME and the container's literal env
+// values. The command's process group is killed when it exits (background
+// children do not survive the exec), when the pod ends or is deleted, and
+// when Run ends. Pods whose containers are not running refuse exec.
+//
+// containerLogs serves the container's log file: the output of its
+// current run (previous=true: the run before), cut by tailLines and
+// limitBytes; follow=true streams what the run writes next until it ends.
+// stdout and stderr share the file and lines carry no time, so
+// timestamps, sinceSeconds, sinceTime and stream=Stdout|Stderr are refused
+// with 400 and a message saying so.
 //
 // Deleting a Pod (or its deletionTimestamp) stops its processes (SIGTERM to
 // the group, SIGKILL after 3 s), removes its netns, veth, route and
