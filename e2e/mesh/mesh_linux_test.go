@@ -70,10 +70,30 @@ func TestMeshPodsReachEveryLocation(t *testing.T) {
 					}
 				}
 			}
-			// Stop the agents: the next mode starts from what clean-up left.
+			// Stop the agents: a clean shutdown removes what kg added
+			// (routes and rules of its protocol, its firewall chains, the
+			// embedded interface), and the next mode starts from there.
 			for name, p := range as {
 				if err := p.Stop(); err != nil {
 					t.Errorf("stop kg on %s: %v", name, err)
+				}
+			}
+			for _, n := range c.Nodes() {
+				left := map[string][]string{
+					"routes": {"sh", "-c", "ip route show table all proto 75"},
+					"rules":  {"sh", "-c", "ip rule show | grep 'proto 75' || true"},
+					"link":   {"sh", "-c", "ip -br link show kilo0 2>/dev/null || true"},
+				}
+				for what, argv := range left {
+					out, err := n.Exec(ctx, argv...)
+					if err != nil {
+						t.Errorf("%s on %s: %v", argv, n.Name, err)
+					} else if strings.TrimSpace(string(out)) != "" {
+						t.Errorf("after kg stopped, %s has %s left:\n%s", n.Name, what, out)
+					}
+				}
+				if out, err := n.Exec(ctx, "iptables", "-S", "KILOFED-FORWARD"); err == nil {
+					t.Errorf("after kg stopped, %s still has the chain KILOFED-FORWARD:\n%s", n.Name, out)
 				}
 			}
 		})
