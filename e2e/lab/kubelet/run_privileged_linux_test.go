@@ -83,6 +83,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 	}
 	logDir := t.TempDir()
 	const node = "kt-node"
+	api := newAPIClient(t)
 	cfg := Config{
 		Client: client, Cluster: "kt-cluster", NodeName: node, NodeNetns: nodeNs,
 		InternalIP: ktNodeIP, InternalIP6: ktNodeIP6, ExternalIP: netip.MustParseAddr("198.51.100.99"),
@@ -93,6 +94,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 		ClusterDNS:      netip.MustParseAddr("10.96.0.10"),
 		Logger:          slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		LogDir:          logDir,
+		Serving:         api.serving,
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
@@ -131,7 +133,7 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 		for _, c := range n.Status.Conditions {
 			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
 		}
-		if !ready || len(n.Status.Addresses) != 4 || len(n.Spec.PodCIDRs) != 2 || n.Labels["topology.kubernetes.io/region"] != "cn-beijing" {
+		if !ready || len(n.Status.Addresses) != 5 || len(n.Spec.PodCIDRs) != 2 || n.Labels["topology.kubernetes.io/region"] != "cn-beijing" {
 			return fmt.Errorf("ready %v, addresses %v, podCIDRs %v, labels %v", ready, n.Status.Addresses, n.Spec.PodCIDRs, n.Labels)
 		}
 		_, err = client.CoordinationV1().Leases(leaseNamespace).Get(ctx, node, metav1.GetOptions{})
@@ -164,6 +166,16 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 			t.Errorf("GET %s from the node = %q, %v; want %q", url, out, err, wantBody)
 		}
 	}
+
+	// The kubelet API execs in the pod's netns and serves its logs.
+	api.check(t, ns, "web-1", func(ex apiExec) {
+		if out, code := ex("ip", "-o", "addr", "show", "dev", "eth0"); code != 0 || !strings.Contains(out, " 10.232.0.2/32 ") {
+			t.Errorf("exec ip addr in web-1 = %d %q, want eth0 with 10.232.0.2/32", code, out)
+		}
+		if _, code := ex("sh", "-c", "exit 7"); code != 7 {
+			t.Errorf("exec exit 7 in web-1 gave exit code %d", code)
+		}
+	}, "http echo serving")
 
 	// A UDP echo pod gets the next IP; the two pods reach each other through
 	// the node (169.254.1.1 / fe80::1 next hops).
@@ -198,6 +210,12 @@ func TestPrivilegedKubeletRunsPodInNetns(t *testing.T) {
 		}
 		return nil
 	})
+
+	api.check(t, ns, "done-1", func(ex apiExec) {
+		if out, code := ex("true"); code != -1 || !strings.Contains(out, "is not running") {
+			t.Errorf("exec into the finished done-1 = %d %q, want refused: not running", code, out)
+		}
+	}, "sleep done")
 
 	// Deleting web-1 (graceful, as kubectl does) removes the API object,
 	// its netns, its veth and its /etc/netns folder.
