@@ -89,6 +89,35 @@ func TestSeedKubectlRunExecAndLogs(t *testing.T) {
 			t.Errorf("kubectl exec -i -- tr a-z A-Z = %q, %v (%s); want %q", out, err, stderr.String(), "NI HAO\n")
 		}
 	})
+	t.Run("kubectl logs -f follows the run to its end", func(t *testing.T) {
+		kubectl("run", "sleeper", "--image=alpine", "--restart=Never", `--overrides={"spec": {"nodeName": "node-beijing-2"}}`, "--", "sleep", "3")
+		if _, err := c.WaitPods(ctx, "default", "run=sleeper", 1); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		out := kubectl("logs", "-f", "sleeper")
+		if !strings.Contains(out, "sleeping") || !strings.Contains(out, "sleep done") {
+			t.Errorf("kubectl logs -f sleeper:\n%s\nwant the start and end lines", out)
+		}
+		if d := time.Since(began); d > 30*time.Second {
+			t.Errorf("kubectl logs -f returned after %s, want soon after the 3 s run", d)
+		}
+	})
+	t.Run("kubectl get nodes -o wide keeps the LAN and public addresses", func(t *testing.T) {
+		out := kubectl("get", "nodes", "-o", "wide")
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 6 && f[0] == "node-beijing" {
+				found = true
+				if f[5] != "10.0.1.10" || f[6] != "203.0.113.10" {
+					t.Errorf("node-beijing INTERNAL-IP %s EXTERNAL-IP %s, want 10.0.1.10 203.0.113.10:\n%s", f[5], f[6], out)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no node-beijing line in:\n%s", out)
+		}
+	})
 	t.Run("kubectl logs", func(t *testing.T) {
 		if out := kubectl("logs", "echo-logs"); !strings.Contains(out, "http echo serving") || strings.Contains(out, "--- ") {
 			t.Errorf("kubectl logs echo-logs:\n%s\nwant the echo's start line and no run marker", out)
