@@ -35,12 +35,7 @@ func applyYAML(ctx context.Context, l *lab.Lab, c *lab.Cluster, doc string) (str
 }
 
 func TestMeshKeepsWorkingWithBadInputAndReportsIt(t *testing.T) {
-	l := lab.StartT(t, metaCloud())
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	c := l.Cluster("meta")
-	installCRD(ctx, t, c)
-	ips := echoPods(ctx, t, c)
+	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 6*time.Minute)
 	as := startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
 	pairs := map[string]string{"echo-scw-2": ips["echo-scw-2"], "echo-dc-2": ips["echo-dc-2"], "echo-aws-1": ips["echo-aws-1"]}
 	checkAllPairs(ctx, t, l, c, pairs, 60*time.Second)

@@ -3,7 +3,6 @@
 package mesh
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,12 +24,7 @@ import (
 func TestDeveloperLaptopReachesPodsWithTheSeedCommands(t *testing.T) {
 	spec := metaCloud()
 	spec.KubeProxy = true
-	l := lab.StartT(t, spec)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	c := l.Cluster("meta")
-	installCRD(ctx, t, c)
-	ips := echoPods(ctx, t, c)
+	ctx, l, c, ips := startMetaCloud(t, spec, 6*time.Minute)
 	startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
 	svc, err := c.Client().CoreV1().Services("default").Create(ctx, lab.EchoService("default", "my-service", "echo", 80), metav1.CreateOptions{})
 	if err != nil {

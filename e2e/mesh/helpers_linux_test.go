@@ -60,6 +60,19 @@ func executable(path string) bool {
 	return err == nil && fi.Mode()&0o111 != 0
 }
 
+// startMetaCloud starts spec (metaCloud or a variant), installs the Peer
+// CRD and an HTTP echo pod on every node, and returns the lab, the cluster,
+// the pods' IPs by pod name and a context bounded by timeout.
+func startMetaCloud(t testing.TB, spec lab.Spec, timeout time.Duration) (context.Context, *lab.Lab, *lab.Cluster, map[string]string) {
+	t.Helper()
+	l := lab.StartT(t, spec)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	c := l.Cluster("meta")
+	installCRD(ctx, t, c)
+	return ctx, l, c, echoPods(ctx, t, c)
+}
+
 // meshOptions are the kg flags a test varies.
 type meshOptions struct {
 	granularity string

@@ -30,12 +30,7 @@ func metaCloud() lab.Spec {
 }
 
 func TestMeshPodsReachEveryLocation(t *testing.T) {
-	l := lab.StartT(t, metaCloud())
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	c := l.Cluster("meta")
-	installCRD(ctx, t, c)
-	ips := echoPods(ctx, t, c)
+	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 8*time.Minute)
 
 	// Control: without the mesh, no pod reaches another location (the lab's
 	// WAN routes only public addresses), so what follows proves the mesh.
@@ -206,12 +201,7 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 }
 
 func TestMeshLeaderFailover(t *testing.T) {
-	l := lab.StartT(t, metaCloud())
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	c := l.Cluster("meta")
-	installCRD(ctx, t, c)
-	ips := echoPods(ctx, t, c)
+	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 8*time.Minute)
 	for _, how := range []string{"kill", "cut"} {
 		t.Run(how, func(t *testing.T) {
 			as := startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
@@ -225,12 +215,7 @@ func TestMeshLeaderFailover(t *testing.T) {
 // BenchmarkLeaderFailover reports how long traffic into a location stops
 // when its leader's agent is killed (Kilo needs 60-90 s: heartbeats).
 func BenchmarkLeaderFailover(b *testing.B) {
-	l := lab.StartT(b, metaCloud())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c := l.Cluster("meta")
-	installCRD(ctx, b, c)
-	ips := echoPods(ctx, b, c)
+	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 10*time.Minute)
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
