@@ -39,7 +39,9 @@ func StartT(t testing.TB, spec Spec, opts ...Option) *Lab {
 		w.close()
 		t.Fatalf("start lab: %v", err)
 	}
+	closeOnInterrupt(l)
 	t.Cleanup(func() {
+		defer forgetOnInterrupt(l)
 		if t.Failed() {
 			t.Log("lab component logs:" + l.LogTails(30))
 		}
