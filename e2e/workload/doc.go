@@ -7,13 +7,18 @@
 //
 //	http     --port N [--port M ...] --name POD --namespace NS --cluster C --node NODE
 //	         HTTP echo server: every path answers "<pod> <cluster> <node>\n"
-//	         (text/plain), /healthz answers "ok\n".
+//	         (text/plain), /healthz answers "ok\n", /bytes/N streams N bytes
+//	         (application/octet-stream, N up to MaxStreamBytes) from one
+//	         shared buffer, for throughput measurements.
 //	udp      --port N [--port M ...]
 //	         UDP echo server: every datagram is sent back to its sender.
 //	sleep    --seconds N
 //	         holds the container open for N seconds (forever when N is 0).
-//	get      URL [--timeout 5s]
+//	get      URL [--timeout 5s] [--discard]
 //	         HTTP GET client: prints the body, fails on an error or a non-2xx status.
+//	         With --discard it reads the body to io.Discard and prints instead
+//	         "bytes=<n> seconds=<s> mbps=<megabits per second>", timed from the
+//	         request to the body's end.
 //	udp-send ADDR MESSAGE [--timeout 5s]
 //	         sends MESSAGE to ADDR (host:port) over UDP and prints the reply.
 //

@@ -49,10 +49,12 @@ func runHTTP(ctx context.Context, args []string, logger *slog.Logger) error {
 	return serveHTTP(ctx, lns, id, logger)
 }
 
-// echoHandler answers every path with the identity line, and /healthz with ok.
+// echoHandler answers every path with the identity line, /healthz with ok,
+// and /bytes/N with N bytes.
 func echoHandler(id identity, logger *slog.Logger) http.Handler {
 	body := fmt.Sprintf("%s %s %s\n", id.Pod, id.Cluster, id.Node)
 	mux := http.NewServeMux()
+	mux.HandleFunc("/bytes/{n}", bytesHandler(logger))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")

@@ -21,7 +21,7 @@ const usage = `usage: workload <subcommand> [flags]
   http     --port N [--port M ...] --name POD --namespace NS --cluster C --node NODE [--ready-file F]
   udp      --port N [--port M ...] [--ready-file F]
   sleep    --seconds N [--ready-file F]   (N = 0 sleeps forever)
-  get      URL [--timeout 5s]
+  get      URL [--timeout 5s] [--discard]
   udp-send ADDR MESSAGE [--timeout 5s]`
 
 // Main runs the workload subcommand named by args[0] with the remaining
