@@ -87,16 +87,17 @@ func TestChineseSeedFlowAcrossLocations(t *testing.T) {
 	// Troubleshooting checklist: the leader has one peer (the other
 	// location's leader) with a recent handshake, and the route to the
 	// remote pod goes through kilo0.
-	show, err := wg(ctx, as["node-beijing"], "show")
+	leader := leaderOf(ctx, t, c, as, "cn-beijing")
+	show, err := wg(ctx, as[leader.Name], "show")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if peers := strings.Count(show, "peer: "); peers != 1 || !strings.Contains(show, "latest handshake") {
 		t.Errorf("sudo wg show on the cn-beijing leader: want one peer with a handshake, got:\n%s", show)
 	}
-	t.Logf("wg show (node-beijing)\n%s", show)
-	route, err := as["node-beijing"].NsEnter(ctx, "ip", "route", "get", shanghai)
+	t.Logf("wg show (%s, leader of cn-beijing)\n%s", leader.Name, show)
+	route, err := as[leader.Name].NsEnter(ctx, "ip", "route", "get", shanghai)
 	if err != nil || !regexp.MustCompile(`dev kilo0\b`).Match(route) {
-		t.Errorf("ip route get %s on node-beijing = %q, %v; want dev kilo0", shanghai, route, err)
+		t.Errorf("ip route get %s on %s = %q, %v; want dev kilo0", shanghai, leader.Name, route, err)
 	}
 }

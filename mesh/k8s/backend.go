@@ -93,6 +93,9 @@ type Client struct {
 
 	hbMu sync.Mutex
 	hb   map[string]*coordinationv1.Lease
+	// acquired holds the nodes whose lease this process has acquired
+	// (set the acquire time of) since it started.
+	acquired map[string]bool
 }
 
 var _ Backend = (*Client)(nil)
@@ -126,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		kube: kube, peerAPI: peerAPI, leases: newLeases(),
 		changes: make(chan struct{}, 1), now: time.Now,
 		lastReady: map[string]bool{}, hb: map[string]*coordinationv1.Lease{},
+		acquired: map[string]bool{},
 	}
 	c.nodes = informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes().Informer()
 	leaseInformer := informers.NewSharedInformerFactoryWithOptions(kube, 0,
@@ -213,6 +217,7 @@ func (c *Client) checkReadiness() {
 // Snapshot implements Backend.
 func (c *Client) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
 	ready := c.leases.ready(c.now(), c.cfg.LeaseDuration)
+	since := c.leases.acquired()
 	var (
 		nodes    []topology.Node
 		peers    []topology.Peer
@@ -221,6 +226,7 @@ func (c *Client) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
 	for _, obj := range c.nodes.GetStore().List() {
 		n, errs := NodeFromObject(obj.(*corev1.Node), c.opts)
 		n.Ready = n.Ready && ready[n.Name]
+		n.Since = since[n.Name]
 		nodes = append(nodes, n)
 		problems = appendProblems(problems, topology.KindNode, n.Name, errs...)
 	}

@@ -196,6 +196,32 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	t.Run("acquire time: kept by renewals, new for a new run", func(t *testing.T) {
+		since := func() time.Time {
+			nodes, _, _ := b.Snapshot()
+			a, _ := byName(nodes, "a")
+			return a.Since
+		}
+		first := since()
+		if first.IsZero() {
+			t.Fatal("node a has no Since although its agent heartbeats")
+		}
+		time.Sleep(leaseDuration) // several renewals
+		if got := since(); !got.Equal(first) {
+			t.Errorf("Since moved from %v to %v with plain renewals", first, got)
+		}
+		// Another process (a restarted agent) takes the same lease over:
+		// its run starts now, so it would not take the lead back.
+		other, err := k8s.New(ctx, k8s.Config{RESTConfig: env.Config, LeaseDuration: leaseDuration})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Heartbeat(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*leaseDuration, "a new acquire time", func() bool { return since().After(first) })
+	})
+
 	t.Run("failover: a node whose lease stops is not ready within the lease duration", func(t *testing.T) {
 		drain(b.Changes())
 		stopB()

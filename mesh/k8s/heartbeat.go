@@ -32,17 +32,31 @@ func (c *Client) Heartbeat(ctx context.Context, name string) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(name), Namespace: c.cfg.LeaseNamespace}}
-		now := metav1.NewMicroTime(time.Now())
-		l.Spec.AcquireTime = &now
-		l, err = api.Create(ctx, c.renewed(l, name), metav1.CreateOptions{FieldManager: FieldManager})
+		l, err = api.Create(ctx, c.renewed(c.acquire(l, name), name), metav1.CreateOptions{FieldManager: FieldManager})
 	case err == nil:
-		l, err = api.Update(ctx, c.renewed(l, name), metav1.UpdateOptions{FieldManager: FieldManager})
+		l, err = api.Update(ctx, c.renewed(c.acquire(l, name), name), metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
 		return fmt.Errorf("renew lease %s/%s: %w", c.cfg.LeaseNamespace, LeaseName(name), err)
 	}
 	c.hb[name] = l
+	c.acquired[name] = true
 	return nil
+}
+
+// acquire sets l's acquire time to now the first time this process
+// heartbeats for node: the agent's run starts then (a lease left by a
+// crashed run keeps its old time otherwise, and the restarted node would
+// take the lead back from the one that replaced it). Leader election prefers
+// the earliest acquire time (topology.Node.Since).
+func (c *Client) acquire(l *coordinationv1.Lease, node string) *coordinationv1.Lease {
+	if c.acquired[node] && l.Spec.AcquireTime != nil {
+		return l
+	}
+	l = l.DeepCopy()
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.AcquireTime = &now
+	return l
 }
 
 // renewed returns a copy of l renewed now by node.
@@ -85,6 +99,7 @@ func (c *Client) ReleaseHeartbeat(ctx context.Context, name string) error {
 	c.hbMu.Lock()
 	defer c.hbMu.Unlock()
 	delete(c.hb, name)
+	delete(c.acquired, name)
 	err := c.kube.CoordinationV1().Leases(c.cfg.LeaseNamespace).Delete(ctx, LeaseName(name), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("release lease %s/%s: %w", c.cfg.LeaseNamespace, LeaseName(name), err)

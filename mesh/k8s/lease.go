@@ -41,6 +41,8 @@ type renewal struct {
 	// at is when this process saw the version; zero when it was only read
 	// in the initial list (a renewal not observed live).
 	at time.Time
+	// acquired is the Lease's acquire time: when the agent's run began.
+	acquired time.Time
 }
 
 func newLeases() *leases {
@@ -75,18 +77,33 @@ func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool, 
 		return false
 	}
 	v := leaseVersion(l)
+	var acquired time.Time
+	if l.Spec.AcquireTime != nil {
+		acquired = l.Spec.AcquireTime.Time
+	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old, ok := ls.seen[node]
 	switch {
 	case initial && !ok:
-		ls.seen[node] = renewal{version: v}
+		ls.seen[node] = renewal{version: v, acquired: acquired}
 		return false
 	case !ok || old.version != v:
-		ls.seen[node] = renewal{version: v, at: now}
+		ls.seen[node] = renewal{version: v, at: now, acquired: acquired}
 		return !LeaseFresh(old.at, now, d)
 	}
 	return false
+}
+
+// acquired returns the acquire time of every node's Lease.
+func (ls *leases) acquired() map[string]time.Time {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make(map[string]time.Time, len(ls.seen))
+	for node, r := range ls.seen {
+		out[node] = r.acquired
+	}
+	return out
 }
 
 // forget drops a deleted Lease: its node is no longer ready.

@@ -39,7 +39,10 @@
 // Within a location the nodes are ordered by: Ready first (when no node is
 // Ready, all nodes count), then the kilo.squat.ai/leader annotation, then a
 // public endpoint (an external IP, a DNS endpoint or a forced endpoint other
-// than the internal IP), then the name. The first one leads. Nodes that are
+// than the internal IP), then the longest-running agent (Node.Since, from its
+// heartbeat lease; unknown last), then the name. The first one leads: a node
+// whose agent starts or comes back does not take leadership from one that
+// works, which spares the tunnels a needless switch. Nodes that are
 // not Ready stay in the segment, and their pod CIDRs stay routed, but never
 // lead while another node is Ready. In full and cross granularity every node
 // leads its own segment; Topology.Leader still returns the node the order

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -128,5 +130,34 @@ func TestLeaderUnknown(t *testing.T) {
 	}
 	if _, ok := top.Segment("nobody"); ok {
 		t.Error("Segment(nobody) found a segment")
+	}
+}
+
+func TestLongestRunningAgentKeepsTheLead(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	node := func(name string, since time.Time) Node {
+		return Node{Name: name, Location: "paris", Ready: true, Key: testKey(name), Since: since,
+			InternalIP: pfx("10.0.1." + map[string]string{"a": "10", "b": "11", "c": "12"}[name] + "/24"),
+			ExternalIP: netip.MustParseAddr("203.0.113." + map[string]string{"a": "10", "b": "11", "c": "12"}[name])}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  string
+	}{
+		{name: "a started after b: b keeps the lead", nodes: []Node{node("a", t0.Add(time.Second)), node("b", t0)}, want: "b"},
+		{name: "same start: the name decides", nodes: []Node{node("b", t0), node("a", t0)}, want: "a"},
+		{name: "unknown start counts as newest", nodes: []Node{node("a", time.Time{}), node("c", t0)}, want: "c"},
+		{name: "no start known: the name decides", nodes: []Node{node("c", time.Time{}), node("b", time.Time{})}, want: "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top, err := New(tc.nodes, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := top.Leader("paris"); got.Name != tc.want {
+				t.Errorf("leader %s, want %s", got.Name, tc.want)
+			}
+		})
 	}
 }

@@ -198,10 +198,22 @@ func electionOrder(ms []*member) []*member {
 			boolFirst(a.Ready || !anyReady, b.Ready || !anyReady),
 			boolFirst(a.Leader, b.Leader),
 			boolFirst(a.public, b.public),
+			sinceFirst(a.Since, b.Since),
 			cmp.Compare(a.Name, b.Name),
 		)
 	})
 	return out
+}
+
+// sinceFirst orders the earlier Since first and an unknown (zero) Since
+// last, so that a node whose agent comes (back) does not take the lead from
+// one that has been working.
+func sinceFirst(a, b time.Time) int {
+	switch {
+	case a.IsZero() || b.IsZero():
+		return boolFirst(!a.IsZero(), !b.IsZero())
+	}
+	return a.Compare(b)
 }
 
 // boolFirst orders true before false.
