@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,7 +103,7 @@ func TestDRClustersJoinedByPeers(t *testing.T) {
 	// endpoint (dr's leader stands for dr-gateway.example.com), keepalive
 	// 25, the seed's two ranges; only the key is dr's real one.
 	drKey := publicKeyOf(ctx, t, drAgents[drLeader.Name])
-	seedPeer := strings.NewReplacer("DrClusterPublicKeyBase64==", drKey, "dr-gateway.example.com", drLeader.PublicIP.String()).Replace(seedDRPeer)
+	seedPeer := strings.NewReplacer("DrClusterPublicKeyBase64==", drKey, "dr-gateway.example.com", drLeader.PublicIP.String()).Replace(seedDRPeer(t))
 	if out, err := applyYAML(ctx, l, prod, seedPeer); err != nil {
 		t.Fatalf("apply the seed's Peer in prod: %v\n%s", err, out)
 	}
@@ -184,20 +185,20 @@ func TestDRClustersJoinedByPeers(t *testing.T) {
 	t.Logf("total %v", time.Since(begin).Round(time.Millisecond))
 }
 
-// seedDRPeer is the French seed's Peer, as written there.
-const seedDRPeer = `# Sur le cluster PRODUCTION déclarer le cluster DR comme peer
-apiVersion: kilo.squat.ai/v1alpha1
-kind: Peer
-metadata:
-  name: cluster-dr-ovhcloud
-spec:
-  allowedIPs:
-    - 10.11.0.0/16    # Pod CIDR du cluster DR
-    - 10.21.0.0/16    # Service CIDR du cluster DR
-  publicKey: DrClusterPublicKeyBase64==
-  endpoint: dr-gateway.example.com:51820
-  persistentKeepalive: 25
-`
+// seedDRPeer returns the French seed's DR Peer as written there (kept
+// verbatim in the Peer API's testdata).
+func seedDRPeer(t testing.TB) string {
+	t.Helper()
+	root, err := lab.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "mesh", "apis", "kilo", "v1alpha1", "testdata", "cluster-dr-ovhcloud.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // seedMLInference is the French seed's GPU -> app Service, as written
 // there.

@@ -23,34 +23,22 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
-// The French seed's Peers, as written there (keys filled in).
-const (
-	sebLaptopYAML = `apiVersion: kilo.squat.ai/v1alpha1
-kind: Peer
-metadata:
-  name: seb-laptop
-spec:
-  allowedIPs:
-    - 10.5.100.10/32
-  publicKey: %SEB%
-  persistentKeepalive: 25
-`
-	drPeerYAML = `# Sur le cluster PRODUCTION déclarer le cluster DR comme peer
-apiVersion: kilo.squat.ai/v1alpha1
-kind: Peer
-metadata:
-  name: cluster-dr-ovhcloud
-spec:
-  allowedIPs:
-    - 10.11.0.0/16    # Pod CIDR du cluster DR
-    - 10.21.0.0/16    # Service CIDR du cluster DR
-  publicKey: %DR%
-  endpoint: dr-gateway.example.com:51820
-  persistentKeepalive: 25
-`
-)
+// seedPeer returns one of the French seed's Peers, kept verbatim in the
+// Peer API's testdata, with its placeholder key replaced by key.
+func seedPeer(t *testing.T, file, placeholder string, key wgtypes.Key) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "apis", "kilo", "v1alpha1", "testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), placeholder) {
+		t.Fatalf("%s does not hold the placeholder %q", file, placeholder)
+	}
+	return strings.ReplaceAll(string(b), placeholder, key.String())
+}
 
 // TestAPIServer runs the CLI against a real API server holding the Chinese
 // seed's Nodes, as their agents publish them, and the French seed's Peers,
@@ -106,8 +94,8 @@ func TestAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, y := range []string{
-		strings.ReplaceAll(sebLaptopYAML, "%SEB%", publicKey("seb-laptop").String()),
-		strings.ReplaceAll(drPeerYAML, "%DR%", publicKey("cluster-dr-ovhcloud").String()),
+		seedPeer(t, "seb-laptop.yaml", "rq3iv0e/ygoFaF5Hc38nwYov6HvfRrUi8mxazIua6Xo=", publicKey("seb-laptop")),
+		seedPeer(t, "cluster-dr-ovhcloud.yaml", "DrClusterPublicKeyBase64==", publicKey("cluster-dr-ovhcloud")),
 	} {
 		u := &unstructured.Unstructured{}
 		if err := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(y), 4096).Decode(&u.Object); err != nil {
