@@ -149,16 +149,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		PrivateKey: key, ListenPort: int(o.port), Endpoint: endpoint,
 		InternalIP: internal, InternalIP6: internal6,
 		HeartbeatPeriod: o.leaseDuration / 3,
-		Forwarding: func() error {
-			up, err := link.OperUp(underlay)
-			if err != nil {
-				return err
-			}
-			if !up {
-				return fmt.Errorf("underlay link %s is down", underlay)
-			}
-			return nil
-		},
+		Forwarding: func() error { return forwarding(ctx, underlay, dev) },
 		Device: dev, Links: links{}, Router: router, Firewall: fw,
 		ResyncPeriod: o.resync, Metrics: agent.NewMetrics(reg),
 		Logger: log.With("component", "agent"),
@@ -212,6 +203,24 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	log.Info("kg stopped cleanly")
 	return runErr
+}
+
+// forwarding is the node's own data-plane check before each heartbeat: its
+// underlay link is up with carrier, and its WireGuard device answers.
+func forwarding(ctx context.Context, underlay string, dev wireguard.Device) error {
+	up, err := link.OperUp(underlay)
+	if err != nil {
+		return err
+	}
+	if !up {
+		return fmt.Errorf("underlay link %s is down", underlay)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := dev.Show(ctx); err != nil {
+		return fmt.Errorf("WireGuard device does not answer: %w", err)
+	}
+	return nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
