@@ -145,14 +145,23 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := agent.Config{
-		Hostname: o.hostname, Backend: backend, Topology: topo,
-		PrivateKey: key, ListenPort: int(o.port), Endpoint: endpoint,
-		InternalIP: internal, InternalIP6: internal6,
+		Hostname:        o.hostname,
+		Backend:         backend,
+		Topology:        topo,
+		PrivateKey:      key,
+		ListenPort:      int(o.port),
+		Endpoint:        endpoint,
+		InternalIP:      internal,
+		InternalIP6:     internal6,
 		HeartbeatPeriod: o.leaseDuration / 3,
-		Forwarding: func() error { return forwarding(ctx, underlay, dev) },
-		Device: dev, Links: links{}, Router: router, Firewall: fw,
-		ResyncPeriod: o.resync, Metrics: agent.NewMetrics(reg),
-		Logger: log.With("component", "agent"),
+		Forwarding:      func() error { return forwarding(ctx, underlay, dev) },
+		Device:          dev,
+		Links:           links{},
+		Router:          router,
+		Firewall:        fw,
+		ResyncPeriod:    o.resync,
+		Metrics:         agent.NewMetrics(reg),
+		Logger:          log.With("component", "agent"),
 	}
 	if enc != nil {
 		cfg.Encap = enc
