@@ -15,8 +15,9 @@ import (
 )
 
 // Reconcile reads the cluster once, resolves endpoints given as DNS names,
-// computes the topology and applies this node's share of it. Every step runs even when an earlier one failed; the
-// errors are joined. It is safe to call at any time, as often as wanted.
+// computes the topology and applies this node's share of it. Every step runs
+// even when an earlier one failed; the errors are joined. It is safe to call
+// at any time, as often as wanted.
 func (a *Agent) Reconcile(ctx context.Context) error {
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
 	a.resolveEndpoints(ctx, nodes, peers)
