@@ -27,14 +27,7 @@ func TestSeedKubectlRunExecAndLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := l.Clusters()[0]
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := c.Kubectl(ctx, args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	kubectl := func(args ...string) string { t.Helper(); return c.KubectlT(ctx, t, args...) }
 
 	// The seed's two commands, word for word (the shell's quotes removed).
 	kubectl("run", "test-pod-beijing", "--image=alpine", "--restart=Never", "--labels=app=test",

@@ -75,3 +75,14 @@ func (w *tbWriter) close() {
 	w.closed = true
 	w.mu.Unlock()
 }
+
+// KubectlT runs the real kubectl against c for a test and returns its output;
+// the test fails (with kubectl's output) when kubectl does.
+func (c *Cluster) KubectlT(ctx context.Context, t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.Kubectl(ctx, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

@@ -23,14 +23,7 @@ func TestChineseSeedFlowAcrossLocations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := l.Clusters()[0]
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := c.Kubectl(ctx, args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	kubectl := func(args ...string) string { t.Helper(); return c.KubectlT(ctx, t, args...) }
 	// The article labels its nodes (the lab registers them labelled already:
 	// --overwrite keeps the command verbatim otherwise).
 	kubectl("label", "--overwrite", "node", "node-beijing", "topology.kubernetes.io/region=cn-beijing")
