@@ -16,7 +16,7 @@ type RemoteClusterSpec struct {
 	// caBundle is the PEM CA bundle that signs the remote API server's certificate.
 	// +optional
 	CABundle []byte `json:"caBundle,omitempty"`
-	// credentialsSecret names the Secret, in this object's namespace, whose
+	// credentialsSecret names the Secret, in the namespace kilofed-system, whose
 	// "token" key holds the read-only token the remote created for this cluster.
 	CredentialsSecret string `json:"credentialsSecret"`
 	// serviceAccount is the remote ServiceAccount the token belongs to
@@ -47,6 +47,10 @@ type RemoteClusterStatus struct {
 	// latestHandshake is the latest handshake with any remote gateway.
 	// +optional
 	LatestHandshake *metav1.Time `json:"latestHandshake,omitempty"`
+	// announced are the ranges the remote announced last, as read (before
+	// any check): the other members' joins and checks compare against them.
+	// +optional
+	Announced *AnnouncedRanges `json:"announced,omitempty"`
 	// acceptedCIDRs are the remote ranges routed here.
 	// +optional
 	AcceptedCIDRs []string `json:"acceptedCIDRs,omitempty"`
@@ -56,6 +60,19 @@ type RemoteClusterStatus struct {
 	// tokenExpiration is when the current token expires.
 	// +optional
 	TokenExpiration *metav1.Time `json:"tokenExpiration,omitempty"`
+}
+
+// AnnouncedRanges are a cluster's ranges as its Announcement states them.
+type AnnouncedRanges struct {
+	// podCIDRs are the cluster's pod ranges.
+	// +optional
+	PodCIDRs []string `json:"podCIDRs,omitempty"`
+	// serviceCIDRs are the cluster's Service ranges.
+	// +optional
+	ServiceCIDRs []string `json:"serviceCIDRs,omitempty"`
+	// wireGuardSubnet is the cluster's WireGuard subnet.
+	// +optional
+	WireGuardSubnet string `json:"wireGuardSubnet,omitempty"`
 }
 
 // Condition types of a RemoteCluster.
@@ -72,7 +89,7 @@ const (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=rc
+// +kubebuilder:resource:scope=Cluster,shortName=rc
 // +kubebuilder:printcolumn:name="Remote ID",type=string,JSONPath=`.spec.clusterID`
 // +kubebuilder:printcolumn:name="API",type=string,JSONPath=`.status.apiReachable`,description="the remote API server answers"
 // +kubebuilder:printcolumn:name="Gateways",type=integer,JSONPath=`.status.gateways`
