@@ -85,6 +85,11 @@ type Config struct {
 	Router route.Router
 	// Firewall applies forward and NAT rules; nil leaves the firewall alone.
 	Firewall firewall.Firewall
+	// IPTablesForwardRules, when set, makes the firewall accept forwarded
+	// traffic of the mesh's ranges and WireGuard link ahead of every other
+	// FORWARD rule (Kilo's --iptables-forward-rules); off, forwarding is
+	// left to the node's FORWARD policy and NetworkPolicy enforcer.
+	IPTablesForwardRules bool
 	// Encap keeps the in-location tunnel; nil when encapsulation is off.
 	Encap Encapsulator
 	// ResyncPeriod re-applies everything even without changes (repairs
