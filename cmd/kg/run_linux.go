@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -38,28 +39,94 @@ func (links) SetAddresses(name string, addrs []netip.Prefix) error {
 }
 func (links) SetUp(name string) error { return link.SetUp(name) }
 
+// addresses are the node's underlay link and internal addresses.
+type addresses struct {
+	underlay            string
+	internal, internal6 netip.Prefix
+}
+
+// dataplane holds the kernel state kg sets up and tears down.
+type dataplane struct {
+	dev    wireguard.Device
+	router route.Router
+	fw     firewall.Firewall // nil when the firewall is unavailable
+	enc    encap.Encapsulator
+}
+
+// run starts kg on this node and blocks until ctx is done.
 func run(ctx context.Context, o options, log *slog.Logger) error {
-	topo, err := o.topologyOptions()
+	topo, key, err := loadConfig(o, log)
 	if err != nil {
 		return err
+	}
+	backend, err := newBackend(ctx, o, &topo, log)
+	if err != nil {
+		return err
+	}
+	self, err := waitForNode(ctx, backend, o.hostname, log)
+	if err != nil {
+		return err
+	}
+	addrs, err := nodeAddresses(self, log)
+	if err != nil {
+		return err
+	}
+	topo.Links.Underlay = addrs.underlay
+	enableForwarding(log)
+	dp, err := setUpDataplane(ctx, o, &topo, addrs, log)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a, err := agent.New(agentConfig(ctx, o, topo, key, backend, addrs, dp, reg, log))
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(agent.NewDeviceCollector(dp.dev, a.PeerNames))
+	srv := serveHTTP(o.listen, a.Handler(reg), log)
+	log.Info("kg running", "node", o.hostname, "interface", o.iface, "granularity", topo.Granularity, "encapsulate", topo.Encapsulate)
+	runErr := runAgent(ctx, a, log)
+
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	dp.close(sctx, o, log)
+	log.Info("kg stopped cleanly")
+	return runErr
+}
+
+// loadConfig turns the flags into topology options and loads (or creates)
+// the node's WireGuard key.
+func loadConfig(o options, log *slog.Logger) (topology.Options, wgtypes.Key, error) {
+	topo, err := o.topologyOptions()
+	if err != nil {
+		return topo, wgtypes.Key{}, err
 	}
 	key, created, err := agent.LoadOrCreateKey(o.keyFile)
 	if err != nil {
-		return err
+		return topo, wgtypes.Key{}, err
 	}
 	log.Info("WireGuard key ready", "file", o.keyFile, "created", created, "public", key.PublicKey().String())
+	return topo, key, nil
+}
 
+// newBackend connects to the cluster and, when no --service-cidr was given,
+// reads the Service ranges into topo.
+func newBackend(ctx context.Context, o options, topo *topology.Options, log *slog.Logger) (*k8s.Client, error) {
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	backend, err := k8s.New(ctx, k8s.Config{
-		RESTConfig: rc, TopologyLabel: o.topologyLabel,
-		LeaseNamespace: o.leaseNamespace, LeaseDuration: o.leaseDuration,
-		Logger: log.With("component", "k8s"),
+		RESTConfig:     rc,
+		TopologyLabel:  o.topologyLabel,
+		LeaseNamespace: o.leaseNamespace,
+		LeaseDuration:  o.leaseDuration,
+		Logger:         log.With("component", "k8s"),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(topo.ServiceCIDRs) == 0 {
 		if topo.ServiceCIDRs, err = backend.ServiceCIDRs(ctx); err != nil {
@@ -68,141 +135,185 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			log.Info("Service ranges read from the cluster", "cidrs", topo.ServiceCIDRs)
 		}
 	}
-	self, err := waitForNode(ctx, backend, o.hostname, log)
-	if err != nil {
-		return err
-	}
+	return backend, nil
+}
+
+// nodeAddresses picks the node's underlay link and internal addresses from
+// its Node object and the links that carry them.
+func nodeAddresses(self topology.Node, log *slog.Logger) (addresses, error) {
 	underlay, internal, err := link.ByAddress(self.InternalIP.Addr())
 	if err != nil {
-		return err
+		return addresses{}, err
 	}
-	topo.Links.Underlay = underlay
-	var internal6 netip.Prefix
+	a := addresses{underlay: underlay, internal: internal}
 	if self.InternalIP6.IsValid() {
 		if _, p, err := link.ByAddress(self.InternalIP6.Addr()); err == nil {
-			internal6 = p
+			a.internal6 = p
 		}
 	}
 	log.Info("underlay found", "link", underlay, "internal-ip", internal)
+	return a, nil
+}
 
+// enableForwarding turns on IPv4 and IPv6 forwarding, warning where it cannot.
+func enableForwarding(log *slog.Logger) {
 	for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"} {
 		if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
 			log.Warn("cannot enable forwarding", "file", f, "err", err)
 		}
 	}
+}
 
-	var enc encap.Encapsulator
-	if topo.Encapsulate != topology.EncapsulateNever {
-		var kind encap.Kind
-		if o.tunnel == "auto" {
-			kind, err = encap.Detect()
-		} else {
-			kind, err = encap.ParseKind(o.tunnel)
-		}
-		if err != nil {
-			return fmt.Errorf("--tunnel=%s: %w", o.tunnel, err)
-		}
-		topo.TunnelNextHop = kind.NextHop
-		enc, err = encap.New(encap.Options{Kind: kind, Local: internal.Addr(), Underlay: underlay, Logger: log.With("component", "encap")})
-		if err != nil {
-			return fmt.Errorf("encapsulation (--encapsulate=%s): %w; use --encapsulate=never if nodes of a location route pod traffic natively", topo.Encapsulate, err)
-		}
-		topo.Links.Tunnel = enc.Link()
-		log.Info("encapsulation ready", "kind", kind, "link", enc.Link())
+// setUpDataplane opens the WireGuard device, the router, the firewall and,
+// when encapsulation is on, the in-location tunnel (whose link and next-hop
+// mode it records in topo).
+func setUpDataplane(ctx context.Context, o options, topo *topology.Options, addrs addresses, log *slog.Logger) (*dataplane, error) {
+	dp := &dataplane{}
+	var err error
+	if dp.enc, err = setUpEncap(o, topo, addrs, log); err != nil {
+		return nil, err
 	}
-	wgMTU := 0
-	if o.mtu == "auto" {
+	wgMTU, err := wireGuardMTU(o.mtu, addrs.underlay)
+	if err != nil {
+		return nil, err
+	}
+	if dp.dev, err = wireguard.Open(ctx, wireguard.OpenOptions{Name: o.iface, Mode: o.wireguard, MTU: wgMTU, Logger: log.With("component", "wireguard")}); err != nil {
+		return nil, err
+	}
+	if dp.router, err = route.NewRouter(route.RouterOptions{Logger: log.With("component", "route")}); err != nil {
+		return nil, err
+	}
+	if dp.fw, err = firewall.New(firewall.Options{Logger: log.With("component", "firewall")}); err != nil {
+		log.Warn("firewall rules disabled", "err", err)
+		dp.fw = nil
+	}
+	return dp, nil
+}
+
+// setUpEncap creates the in-location tunnel, or returns nil when
+// encapsulation is off.
+func setUpEncap(o options, topo *topology.Options, addrs addresses, log *slog.Logger) (encap.Encapsulator, error) {
+	if topo.Encapsulate == topology.EncapsulateNever {
+		return nil, nil
+	}
+	var kind encap.Kind
+	var err error
+	if o.tunnel == "auto" {
+		kind, err = encap.Detect()
+	} else {
+		kind, err = encap.ParseKind(o.tunnel)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--tunnel=%s: %w", o.tunnel, err)
+	}
+	topo.TunnelNextHop = kind.NextHop
+	enc, err := encap.New(encap.Options{Kind: kind, Local: addrs.internal.Addr(), Underlay: addrs.underlay, Logger: log.With("component", "encap")})
+	if err != nil {
+		return nil, fmt.Errorf("encapsulation (--encapsulate=%s): %w; use --encapsulate=never if nodes of a location route pod traffic natively", topo.Encapsulate, err)
+	}
+	topo.Links.Tunnel = enc.Link()
+	log.Info("encapsulation ready", "kind", kind, "link", enc.Link())
+	return enc, nil
+}
+
+// wireGuardMTU is the MTU --mtu asks for: a number, or auto (the underlay's
+// MTU minus WireGuard's overhead).
+func wireGuardMTU(flag, underlay string) (int, error) {
+	if flag == "auto" {
 		plan, err := mtu.Auto(underlay, 0)
 		if err != nil {
-			return fmt.Errorf("--mtu auto: %w", err)
+			return 0, fmt.Errorf("--mtu auto: %w", err)
 		}
-		wgMTU = plan.WireGuard
-	} else if wgMTU, err = strconv.Atoi(o.mtu); err != nil {
-		return fmt.Errorf("--mtu %q: use a number or auto", o.mtu)
+		return plan.WireGuard, nil
 	}
+	n, err := strconv.Atoi(flag)
+	if err != nil {
+		return 0, fmt.Errorf("--mtu %q: use a number or auto", flag)
+	}
+	return n, nil
+}
 
-	dev, err := wireguard.Open(ctx, wireguard.OpenOptions{Name: o.iface, Mode: o.wireguard, MTU: wgMTU, Logger: log.With("component", "wireguard")})
-	if err != nil {
-		return err
+// announcedEndpoint is the endpoint --force-external-ip asks to publish
+// (host or host:port), or "" to let the cluster's addresses decide.
+func announcedEndpoint(o options) string {
+	if o.forceExternalIP == "" {
+		return ""
 	}
-	router, err := route.NewRouter(route.RouterOptions{Logger: log.With("component", "route")})
-	if err != nil {
-		return err
+	if _, _, err := net.SplitHostPort(o.forceExternalIP); err == nil {
+		return o.forceExternalIP
 	}
-	fw, err := firewall.New(firewall.Options{Logger: log.With("component", "firewall")})
-	if err != nil {
-		log.Warn("firewall rules disabled", "err", err)
-		fw = nil
-	}
-	endpoint := ""
-	if o.forceExternalIP != "" {
-		endpoint = o.forceExternalIP
-		if _, _, err := net.SplitHostPort(endpoint); err != nil {
-			endpoint = net.JoinHostPort(endpoint, strconv.Itoa(int(o.port)))
-		}
-	}
+	return net.JoinHostPort(o.forceExternalIP, strconv.Itoa(int(o.port)))
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+// agentConfig assembles the agent's configuration.
+func agentConfig(ctx context.Context, o options, topo topology.Options, key wgtypes.Key, backend *k8s.Client, addrs addresses, dp *dataplane, reg *prometheus.Registry, log *slog.Logger) agent.Config {
 	cfg := agent.Config{
 		Hostname:        o.hostname,
 		Backend:         backend,
 		Topology:        topo,
 		PrivateKey:      key,
 		ListenPort:      int(o.port),
-		Endpoint:        endpoint,
-		InternalIP:      internal,
-		InternalIP6:     internal6,
+		Endpoint:        announcedEndpoint(o),
+		InternalIP:      addrs.internal,
+		InternalIP6:     addrs.internal6,
 		HeartbeatPeriod: o.leaseDuration / 3,
-		Forwarding:      func() error { return forwarding(ctx, underlay, dev) },
-		Device:          dev,
+		Forwarding:      func() error { return forwarding(ctx, addrs.underlay, dp.dev) },
+		Device:          dp.dev,
 		Links:           links{},
-		Router:          router,
-		Firewall:        fw,
+		Router:          dp.router,
 		ResyncPeriod:    o.resync,
 		Metrics:         agent.NewMetrics(reg),
 		Logger:          log.With("component", "agent"),
 	}
-	if enc != nil {
-		cfg.Encap = enc
+	if dp.fw != nil {
+		cfg.Firewall = dp.fw
 	}
-	a, err := agent.New(cfg)
-	if err != nil {
-		return err
+	if dp.enc != nil {
+		cfg.Encap = dp.enc
 	}
-	reg.MustRegister(agent.NewDeviceCollector(dev, a.PeerNames))
+	return cfg
+}
 
-	srv := &http.Server{Addr: o.listen, Handler: a.Handler(reg), ReadHeaderTimeout: 5 * time.Second}
+// serveHTTP serves handler on listen in the background until Shutdown.
+func serveHTTP(listen string, handler http.Handler, log *slog.Logger) *http.Server {
+	srv := &http.Server{Addr: listen, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("HTTP server stopped", "listen", o.listen, "err", err)
+			log.Error("HTTP server stopped", "listen", listen, "err", err)
 		}
 	}()
+	return srv
+}
+
+// runAgent runs the agent's reconcile loop and heartbeat until ctx is done,
+// then waits for the heartbeat to give the lease up, so that another node
+// leads at once.
+func runAgent(ctx context.Context, a *agent.Agent, log *slog.Logger) error {
 	hb := make(chan error, 1)
 	go func() { hb <- a.RunHeartbeat(ctx) }()
-	log.Info("kg running", "node", o.hostname, "interface", o.iface, "granularity", topo.Granularity, "encapsulate", topo.Encapsulate)
 	runErr := a.Run(ctx)
-
-	// Shut down: give the lease up first so that another node leads at once.
 	if err := <-hb; err != nil {
 		log.Warn("release heartbeat", "err", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
+	return runErr
+}
+
+// close removes what kg set up, as far as --clean-up and
+// --clean-up-interface ask.
+func (dp *dataplane) close(ctx context.Context, o options, log *slog.Logger) {
 	if o.cleanUp {
-		errs := []error{router.Close(sctx)}
-		if fw != nil {
-			errs = append(errs, fw.Close(sctx))
+		errs := []error{dp.router.Close(ctx)}
+		if dp.fw != nil {
+			errs = append(errs, dp.fw.Close(ctx))
 		}
-		if enc != nil {
-			errs = append(errs, enc.Close(sctx))
+		if dp.enc != nil {
+			errs = append(errs, dp.enc.Close(ctx))
 		}
 		if err := errors.Join(errs...); err != nil {
 			log.Warn("clean up", "err", err)
 		}
 	}
-	if err := dev.Close(); err != nil {
+	if err := dp.dev.Close(); err != nil {
 		log.Warn("close WireGuard device", "err", err)
 	}
 	if o.cleanUpIface {
@@ -210,8 +321,6 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			log.Warn("delete interface", "err", err)
 		}
 	}
-	log.Info("kg stopped cleanly")
-	return runErr
 }
 
 // forwarding is the node's own data-plane check before each heartbeat: its
