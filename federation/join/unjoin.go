@@ -1,0 +1,79 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
+	"github.com/kilofed/kilofed/federation/discover"
+	"github.com/kilofed/kilofed/federation/kube"
+	"github.com/kilofed/kilofed/federation/mirror"
+	kilov1 "github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
+)
+
+// Unjoin removes, in both clusters, everything that links them: the
+// RemoteClusters, the mirrored Peers, the Secrets, ServiceAccounts, Roles
+// and RoleBindings. Links to other clusters and Peers written by users stay.
+// A cluster that cannot be reached is reported; what can be removed is.
+func Unjoin(ctx context.Context, local, remote *kube.Cluster, out io.Writer) error {
+	p := progress{w: out}
+	ids := [2]string{}
+	for i, c := range []*kube.Cluster{local, remote} {
+		id, err := discover.ClusterID(ctx, c.Client)
+		if err != nil {
+			return fmt.Errorf("read the ID of %s: %w", c.Name, err)
+		}
+		ids[i] = id
+	}
+	var errs []error
+	for i, c := range []*kube.Cluster{local, remote} {
+		other := ids[1-i]
+		p.step("removing %s's link to %s", ids[i], other)
+		if err := removeLink(ctx, c, other, &p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("unjoin %s and %s: %v", ids[0], ids[1], errs)
+	}
+	p.verdict("unjoined %s and %s", ids[0], ids[1])
+	return nil
+}
+
+// removeLink deletes in c what links it to other, both ways.
+func removeLink(ctx context.Context, c *kube.Cluster, other string, p *progress) error {
+	name := AccountName(other)
+	meta := metav1.ObjectMeta{Name: name, Namespace: fedv1.Namespace}
+	objs := []client.Object{
+		&fedv1.RemoteCluster{ObjectMeta: metav1.ObjectMeta{Name: other}},
+		&corev1.Secret{ObjectMeta: meta},
+		&rbacv1.RoleBinding{ObjectMeta: meta},
+		&rbacv1.Role{ObjectMeta: meta},
+		&corev1.ServiceAccount{ObjectMeta: meta},
+	}
+	for _, obj := range objs {
+		if err := client.IgnoreNotFound(c.Client.Delete(ctx, obj)); err != nil {
+			return fmt.Errorf("delete %T %s in %s: %w", obj, obj.GetName(), c.Name, err)
+		}
+	}
+	// The Peers go with their RemoteCluster (owner reference); delete them
+	// now as well, so that nothing routes to the other cluster meanwhile.
+	// Only Peers labelled for other are selected: user Peers carry no label.
+	var peers kilov1.PeerList
+	if err := c.Client.List(ctx, &peers, client.MatchingLabels{mirror.LabelRemote: other, mirror.LabelManagedBy: mirror.ManagedBy}); err != nil {
+		return fmt.Errorf("list the Peers mirrored from %s in %s: %w", other, c.Name, err)
+	}
+	for i := range peers.Items {
+		if err := client.IgnoreNotFound(c.Client.Delete(ctx, &peers.Items[i])); err != nil {
+			return fmt.Errorf("delete Peer %s in %s: %w", peers.Items[i].Name, c.Name, err)
+		}
+	}
+	p.detail("%s: removed the RemoteCluster, %d Peers and the credentials of %s", c.Name, len(peers.Items), other)
+	return nil
+}
