@@ -17,6 +17,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -116,7 +117,7 @@ type Agent struct {
 	leaders  map[string]string
 	problems string
 
-	applied wireguard.Config // the last configuration the device took
+	applied wgconf.Config // the last configuration the device took
 
 	// Touched by the Run goroutine only (Reconcile and restartHandshakes).
 	nudge      *nudger

@@ -20,6 +20,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -40,13 +41,16 @@ func key(t *testing.T, seed byte) wgtypes.Key {
 	return k
 }
 
+// pubKey is the public half of key(t, seed).
+func pubKey(t *testing.T, seed byte) wgconf.Key { return wgconf.Key(key(t, seed).PublicKey()) }
+
 // seedNodes are the Chinese seed's two nodes, each with a second node in
 // its location, all ready.
 func seedNodes(t *testing.T) []topology.Node {
 	mk := func(name, loc, internal, external, pods string, seed byte) topology.Node {
 		n := topology.Node{
 			Name: name, Location: loc, Ready: true,
-			Key:        key(t, seed).PublicKey(),
+			Key:        pubKey(t, seed),
 			InternalIP: netip.MustParsePrefix(internal),
 			PodCIDRs:   []netip.Prefix{netip.MustParsePrefix(pods)},
 		}
@@ -105,7 +109,7 @@ func TestReconcileAppliesLeaderShareAndIsIdempotent(t *testing.T) {
 	if got := r.links.addrs["kilo0"]; len(got) != 1 || !netip.MustParsePrefix("10.5.0.0/16").Contains(got[0].Addr()) {
 		t.Errorf("leader addresses = %v, want one address in 10.5.0.0/16", got)
 	}
-	if p := r.backend.Published["node-beijing"]; p.Key != key(t, 1).PublicKey() || !p.WireGuardIP.IsValid() {
+	if p := r.backend.Published["node-beijing"]; p.Key != pubKey(t, 1) || !p.WireGuardIP.IsValid() {
 		t.Errorf("published %+v, want the public key and a WireGuard IP", p)
 	}
 	if err := r.agent.Reconcile(ctx); err != nil {
@@ -283,8 +287,8 @@ func TestGatewayLeaderReportsPeerStatusAndOverlap(t *testing.T) {
 	r := newRig(t, "node-beijing", 1)
 	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	peers := []topology.Peer{
-		{Name: "seb-laptop", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: key(t, 50).PublicKey(), Created: old, PersistentKeepalive: 25 * time.Second},
-		{Name: "intruder", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: key(t, 60).PublicKey(), Created: old.Add(time.Hour)},
+		{Name: "seb-laptop", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: pubKey(t, 50), Created: old, PersistentKeepalive: 25 * time.Second},
+		{Name: "intruder", AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.5.100.10/32")}, PublicKey: pubKey(t, 60), Created: old.Add(time.Hour)},
 	}
 	r.backend.Set(seedNodes(t), peers, []k8s.Problem{{Kind: topology.KindPeer, Name: "garbage", Err: errors.New("publicKey: not a WireGuard key")}})
 	if err := r.agent.Reconcile(context.Background()); err != nil {
@@ -327,7 +331,7 @@ func TestDNSEndpointsAreResolvedAndKeptWhenDNSFails(t *testing.T) {
 	dns := fakeResolver{"dr-gateway.example.com": {netip.MustParseAddr("2001:db8::9"), netip.MustParseAddr("198.51.100.99")}}
 	r.agent.cfg.Resolver = dns
 	dr := topology.Peer{
-		Name: "cluster-dr-ovhcloud", PublicKey: key(t, 70).PublicKey(), PersistentKeepalive: 25 * time.Second,
+		Name: "cluster-dr-ovhcloud", PublicKey: pubKey(t, 70), PersistentKeepalive: 25 * time.Second,
 		AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.11.0.0/16"), netip.MustParsePrefix("10.21.0.0/16")},
 		Endpoint:   &topology.Endpoint{DNS: "dr-gateway.example.com", Port: 51820},
 	}

@@ -5,8 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -30,18 +29,18 @@ const (
 // nudger decides which peers' first handshakes to restart. It is pure: the
 // agent feeds it the applied configuration and the device's state.
 type nudger struct {
-	since map[wgtypes.Key]time.Time // when each peer was first configured
-	last  map[wgtypes.Key]time.Time // when its handshake was last restarted
+	since map[wgconf.Key]time.Time // when each peer was first configured
+	last  map[wgconf.Key]time.Time // when its handshake was last restarted
 }
 
 func newNudger() *nudger {
-	return &nudger{since: map[wgtypes.Key]time.Time{}, last: map[wgtypes.Key]time.Time{}}
+	return &nudger{since: map[wgconf.Key]time.Time{}, last: map[wgconf.Key]time.Time{}}
 }
 
 // track records the peers of an applied configuration: new ones start their
 // window now, and peers no longer configured are forgotten.
-func (n *nudger) track(conf wireguard.Config, now time.Time) {
-	keep := map[wgtypes.Key]bool{}
+func (n *nudger) track(conf wgconf.Config, now time.Time) {
+	keep := map[wgconf.Key]bool{}
 	for _, p := range conf.Peers {
 		keep[p.PublicKey] = true
 		if _, ok := n.since[p.PublicKey]; !ok {
@@ -61,8 +60,8 @@ func (n *nudger) track(conf wireguard.Config, now time.Time) {
 // no handshake completed since, not restarted within nudgeEvery. A peer is
 // first restarted nudgeEvery after it was configured, once its own first
 // initiation had its chance.
-func (n *nudger) due(st wireguard.State, reachable func(wgtypes.Key) bool, now time.Time) []wgtypes.Key {
-	var out []wgtypes.Key
+func (n *nudger) due(st wireguard.State, reachable func(wgconf.Key) bool, now time.Time) []wgconf.Key {
+	var out []wgconf.Key
 	for k, since := range n.since {
 		if now.Sub(since) > nudgeWindow || now.Sub(since) < nudgeEvery || now.Sub(n.last[k]) < nudgeEvery || !reachable(k) {
 			continue
@@ -72,7 +71,7 @@ func (n *nudger) due(st wireguard.State, reachable func(wgtypes.Key) bool, now t
 		}
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b wgtypes.Key) int { return slices.Compare(a[:], b[:]) })
+	slices.SortFunc(out, func(a, b wgconf.Key) int { return slices.Compare(a[:], b[:]) })
 	return out
 }
 
@@ -90,12 +89,12 @@ func (a *Agent) restartHandshakes(ctx context.Context) {
 		return
 	}
 	now := time.Now()
-	keys := a.nudge.due(st, func(k wgtypes.Key) bool { return !topo.PreferLearntEndpoint(k) }, now)
+	keys := a.nudge.due(st, func(k wgconf.Key) bool { return !topo.PreferLearntEndpoint(k) }, now)
 	if len(keys) == 0 {
 		return
 	}
 	without := conf
-	without.Peers = slices.DeleteFunc(slices.Clone(conf.Peers), func(p wireguard.PeerConfig) bool {
+	without.Peers = slices.DeleteFunc(slices.Clone(conf.Peers), func(p wgconf.Peer) bool {
 		return slices.Contains(keys, p.PublicKey)
 	})
 	if err := a.cfg.Device.Set(ctx, without); err != nil {

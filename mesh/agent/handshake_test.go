@@ -5,17 +5,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 func TestNudgerRestartsOnlyFreshPeersWithoutHandshake(t *testing.T) {
-	a, b, c, nat := key(t, 1), key(t, 2), key(t, 3), key(t, 4)
+	a, b, c, nat := pubKey(t, 1), pubKey(t, 2), pubKey(t, 3), pubKey(t, 4)
 	t0 := time.Unix(1000, 0)
 	n := newNudger()
-	n.track(wireguard.Config{Peers: []wireguard.PeerConfig{{PublicKey: a}, {PublicKey: b}, {PublicKey: nat}}}, t0)
-	reachable := func(k wgtypes.Key) bool { return k != nat }
+	n.track(wgconf.Config{Peers: []wgconf.Peer{{PublicKey: a}, {PublicKey: b}, {PublicKey: nat}}}, t0)
+	reachable := func(k wgconf.Key) bool { return k != nat }
 	st := wireguard.State{Peers: []wireguard.PeerState{
 		{PublicKey: a}, // no handshake yet
 		{PublicKey: b, LastHandshake: t0.Add(300 * time.Millisecond)}, // handshake done
@@ -24,12 +24,12 @@ func TestNudgerRestartsOnlyFreshPeersWithoutHandshake(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		at   time.Duration
-		want []wgtypes.Key
+		want []wgconf.Key
 	}{
 		{name: "its own first initiation gets a chance", at: 500 * time.Millisecond, want: nil},
-		{name: "after a second without handshake", at: 1100 * time.Millisecond, want: []wgtypes.Key{a}},
+		{name: "after a second without handshake", at: 1100 * time.Millisecond, want: []wgconf.Key{a}},
 		{name: "not twice within a second", at: 1500 * time.Millisecond, want: nil},
-		{name: "again a second later", at: 2200 * time.Millisecond, want: []wgtypes.Key{a}},
+		{name: "again a second later", at: 2200 * time.Millisecond, want: []wgconf.Key{a}},
 		{name: "never after the window", at: 16 * time.Second, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestNudgerRestartsOnlyFreshPeersWithoutHandshake(t *testing.T) {
 	}
 	// A peer that is no longer configured is forgotten; a new one starts
 	// its own window.
-	n.track(wireguard.Config{Peers: []wireguard.PeerConfig{{PublicKey: c}}}, t0.Add(20*time.Second))
+	n.track(wgconf.Config{Peers: []wgconf.Peer{{PublicKey: c}}}, t0.Add(20*time.Second))
 	if len(n.since) != 1 || len(n.last) != 0 {
 		t.Errorf("after re-tracking: since=%v last=%v, want only c", n.since, n.last)
 	}

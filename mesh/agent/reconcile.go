@@ -11,7 +11,7 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Reconcile reads the cluster once, resolves endpoints given as DNS names,
@@ -53,7 +53,7 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 		segmentIP = s.WireGuardIP
 	}
 	pub := k8s.NodeAnnotations{
-		Key:         a.cfg.PrivateKey.PublicKey(),
+		Key:         wgconf.Key(a.cfg.PrivateKey.PublicKey()),
 		Endpoint:    a.cfg.Endpoint,
 		InternalIP:  a.cfg.InternalIP,
 		InternalIP6: a.cfg.InternalIP6,
@@ -62,14 +62,14 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 	}
 	step("publish node", a.cfg.Backend.PublishNode(ctx, name, pub))
 
-	conf, err := topo.WireGuardConfig(name, a.cfg.PrivateKey)
+	conf, err := topo.WireGuardConfig(name, wgconf.SecretKey(a.cfg.PrivateKey))
 	if err != nil {
 		// Not in the mesh yet (no key published until now) or excluded:
 		// keep the interface up with no peers; the problem is logged.
 		if !errors.Is(err, topology.ErrUnknownNode) && !errors.Is(err, topology.ErrExcluded) {
 			step("wireguard config", err)
 		}
-		conf = wireguard.Config{PrivateKey: a.cfg.PrivateKey}
+		conf = wgconf.Config{PrivateKey: wgconf.SecretKey(a.cfg.PrivateKey)}
 	}
 	conf.ListenPort = a.cfg.ListenPort
 	if err := a.cfg.Device.Set(ctx, conf); err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 const (
@@ -371,9 +371,9 @@ func setStatus(t *testing.T, b k8s.Backend, name string, rx int64) {
 	}
 }
 
-func mustKey(t *testing.T, s string) wgtypes.Key {
+func mustKey(t *testing.T, s string) wgconf.Key {
 	t.Helper()
-	k, err := wgtypes.ParseKey(s)
+	k, err := wgconf.ParseKey(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // What valid values look like, for error messages.
@@ -92,7 +92,7 @@ func (p *nodeParser) fail(annotation, value, want string) {
 		Err: &AnnotationError{Annotation: annotation, Value: value, Want: want}})
 }
 
-func (p *nodeParser) key() wgtypes.Key {
+func (p *nodeParser) key() wgconf.Key {
 	name := KeyAnnotation
 	s, ok := p.node.Annotations[name]
 	if !ok {
@@ -100,13 +100,13 @@ func (p *nodeParser) key() wgtypes.Key {
 		s = p.node.Annotations[name]
 	}
 	if s == "" {
-		return wgtypes.Key{}
+		return wgconf.Key{}
 	}
 	if v1alpha1.ValidateKey("publicKey", s) != nil {
 		p.fail(name, s, wantKey)
-		return wgtypes.Key{}
+		return wgconf.Key{}
 	}
-	k, _ := wgtypes.ParseKey(s) // cannot fail after ValidateKey
+	k, _ := wgconf.ParseKey(s) // cannot fail after ValidateKey
 	return k
 }
 

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 var netipCmp = cmp.Options{
@@ -26,8 +26,8 @@ const (
 	keyB = "Lw+uB7XCFqhSLtDC+0q6Y+L6XRUkypc7OWZ8+RU6yQ0="
 )
 
-func mustKey(s string) wgtypes.Key {
-	k, err := wgtypes.ParseKey(s)
+func mustKey(s string) wgconf.Key {
+	k, err := wgconf.ParseKey(s)
 	if err != nil {
 		panic(err)
 	}

@@ -5,10 +5,9 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // PeerFromObject reads a Peer into a topology.Peer. A Peer with any invalid
@@ -28,9 +27,9 @@ func PeerFromObject(p *v1alpha1.Peer) (topology.Peer, error) {
 		PersistentKeepalive: time.Duration(p.Spec.PersistentKeepalive) * time.Second,
 	}
 	// Validate checked every value below: parsing cannot fail.
-	out.PublicKey, _ = wgtypes.ParseKey(p.Spec.PublicKey)
+	out.PublicKey, _ = wgconf.ParseKey(p.Spec.PublicKey)
 	if p.Spec.PresharedKey != "" {
-		k, _ := wgtypes.ParseKey(p.Spec.PresharedKey)
+		k, _ := wgconf.ParseSecretKey(p.Spec.PresharedKey)
 		out.PresharedKey = &k
 	}
 	for _, s := range p.Spec.AllowedIPs {

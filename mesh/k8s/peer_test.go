@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 const psk = "khElfHPKHmdR5ussJMZY7rt+K6pvn3kUOtUKhaL+zbk="
@@ -29,7 +30,7 @@ func peerFromJSON(t *testing.T, s string) *v1alpha1.Peer {
 
 func TestPeerFromObject(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	pskKey := mustKey(psk)
+	pskKey := wgconf.SecretKey(mustKey(psk))
 	for _, tc := range []struct {
 		name string
 		spec string // JSON of the spec

@@ -7,13 +7,13 @@ import (
 	"net/netip"
 	"strings"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // FieldManager names this package's writes in managedFields.
@@ -23,7 +23,7 @@ const FieldManager = "kilofed-mesh"
 // field removes its annotation.
 type NodeAnnotations struct {
 	// Key is the node's WireGuard public key (kilo.squat.ai/key).
-	Key wgtypes.Key
+	Key wgconf.Key
 	// Endpoint is "host:port" when the agent knows a better endpoint than
 	// the Node's addresses (its --endpoint), or ":port" to announce only its
 	// listen port (kilo.squat.ai/endpoint).
@@ -50,7 +50,7 @@ func (a NodeAnnotations) Values() (map[string]string, error) {
 		WireGuardIPAnnotation: "",
 		GranularityAnnotation: string(a.Granularity),
 	}
-	if a.Key != (wgtypes.Key{}) {
+	if !a.Key.IsZero() {
 		v[KeyAnnotation] = a.Key.String()
 	}
 	if e := v[EndpointAnnotation]; e != "" {

@@ -23,12 +23,12 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 	"github.com/kilofed/kilofed/mesh/topology"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // seedPeer returns one of the French seed's Peers, kept verbatim in the
 // Peer API's testdata, with its placeholder key replaced by key.
-func seedPeer(t *testing.T, file, placeholder string, key wgtypes.Key) string {
+func seedPeer(t *testing.T, file, placeholder string, key wgconf.Key) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "apis", "kilo", "v1alpha1", "testdata", file))
 	if err != nil {
@@ -59,7 +59,7 @@ func TestAPIServer(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	keyFile := filepath.Join(dir, "dev-private.key")
-	for path, data := range map[string]string{kubeconfig: string(kc), keyFile: privateKey("seb-laptop").String() + "\n"} {
+	for path, data := range map[string]string{kubeconfig: string(kc), keyFile: privateKey("seb-laptop").Base64() + "\n"} {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}

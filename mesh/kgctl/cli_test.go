@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestDispatch(t *testing.T) {
@@ -136,8 +135,8 @@ func TestCreatePeer(t *testing.T) {
 		t.Errorf("second run: key changed %v, created %d, error %v", again != key, len(src.Created), err)
 	}
 	other := filepath.Join(dir, "other.key")
-	k, _ := wgtypes.GeneratePrivateKey()
-	if err := os.WriteFile(other, []byte(k.String()), 0o600); err != nil {
+	k, _ := wgconf.GeneratePrivateKey()
+	if err := os.WriteFile(other, []byte(k.Base64()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := createPeer(t.Context(), env, src, "ci-runner", other, spec); !errors.Is(err, ErrKeyMismatch) {

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kilofed/kilofed/mesh/agent"
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -116,8 +116,9 @@ a new key pair whose private half goes to --private-key-file:
 // createPeer makes sure Peer name exists with the key of keyFile (created
 // if missing), creating the Peer with spec if needed, and waits until the
 // source sees it. It returns the private key.
-func createPeer(ctx context.Context, env *Env, src Source, name, keyFile string, spec v1alpha1.PeerSpec) (wgtypes.Key, error) {
-	key, created, err := agent.LoadOrCreateKey(keyFile)
+func createPeer(ctx context.Context, env *Env, src Source, name, keyFile string, spec v1alpha1.PeerSpec) (wgconf.SecretKey, error) {
+	k, created, err := agent.LoadOrCreateKey(keyFile)
+	key := wgconf.SecretKey(k)
 	if err != nil {
 		return key, err
 	}

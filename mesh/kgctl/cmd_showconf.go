@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func showconfCommand() Command {
@@ -74,7 +74,7 @@ With -o yaml or -o json it prints the Peer object as the mesh reads it.`)
 		case kind == "node" && (len(allowed) > 0 || keepalive > 0) && !asPeer && format == FormatWireGuard:
 			return fmt.Errorf("%w: --allowed-ips and --persistent-keepalive change how others reach the node: add --as-peer, or use -o yaml|json", ErrUsage)
 		}
-		var key *wgtypes.Key
+		var key *wgconf.SecretKey
 		if keyFile != "" {
 			k, err := ReadKeyFile(keyFile)
 			if err != nil {
@@ -104,14 +104,14 @@ With -o yaml or -o json it prints the Peer object as the mesh reads it.`)
 }
 
 // ReadKeyFile reads a WireGuard private key written by `wg genkey`.
-func ReadKeyFile(path string) (wgtypes.Key, error) {
+func ReadKeyFile(path string) (wgconf.SecretKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return wgtypes.Key{}, fmt.Errorf("read private key: %w", err)
+		return wgconf.SecretKey{}, fmt.Errorf("read private key: %w", err)
 	}
-	k, err := wgtypes.ParseKey(strings.TrimSpace(string(b)))
+	k, err := wgconf.ParseSecretKey(strings.TrimSpace(string(b)))
 	if err != nil {
-		return wgtypes.Key{}, fmt.Errorf("%s is not a WireGuard private key (%w): create one with wg genkey > %s", path, err, path)
+		return wgconf.SecretKey{}, fmt.Errorf("%s is not a WireGuard private key (%w): create one with wg genkey > %s", path, err, path)
 	}
 	return k, nil
 }

@@ -6,8 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -33,7 +32,7 @@ type ConnectConfig struct {
 	Peer string
 	// PrivateKey is this machine's WireGuard key; its public half must be
 	// the Peer's publicKey.
-	PrivateKey wgtypes.Key
+	PrivateKey wgconf.SecretKey
 	// Source gives the mesh's snapshots; required.
 	Source Source
 	// Flags are the agents' options (see MeshFlags).

@@ -10,10 +10,9 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/link"
 	"github.com/kilofed/kilofed/mesh/route"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -31,7 +30,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) error {
 	if err != nil {
 		return err
 	}
-	c := &connector{cfg: cfg, waiting: map[wgtypes.Key]time.Time{}, handshaken: map[wgtypes.Key]bool{}, warned: map[wgtypes.Key]bool{}}
+	c := &connector{cfg: cfg, waiting: map[wgconf.Key]time.Time{}, handshaken: map[wgconf.Key]bool{}, warned: map[wgconf.Key]bool{}}
 	plan, _, err := c.plan()
 	if err != nil {
 		return err
@@ -107,9 +106,9 @@ type connector struct {
 	dev        wireguard.Device
 	router     route.Router
 	cur        Plan
-	waiting    map[wgtypes.Key]time.Time // peers without handshake yet, since when
-	handshaken map[wgtypes.Key]bool      // peers whose first handshake was reported
-	warned     map[wgtypes.Key]bool
+	waiting    map[wgconf.Key]time.Time // peers without handshake yet, since when
+	handshaken map[wgconf.Key]bool      // peers whose first handshake was reported
+	warned     map[wgconf.Key]bool
 	last       string // the last printOnce line
 }
 
@@ -153,7 +152,7 @@ func (c *connector) apply(ctx context.Context, p Plan) error {
 // forgotten.
 func (c *connector) track(p Plan) {
 	now := time.Now()
-	keep := map[wgtypes.Key]bool{}
+	keep := map[wgconf.Key]bool{}
 	for _, pc := range p.Interface.Peers {
 		keep[pc.PublicKey] = true
 		if _, ok := c.waiting[pc.PublicKey]; ok || c.handshaken[pc.PublicKey] {
@@ -164,7 +163,7 @@ func (c *connector) track(p Plan) {
 			c.kick(a)
 		}
 	}
-	for _, m := range []map[wgtypes.Key]bool{c.handshaken, c.warned} {
+	for _, m := range []map[wgconf.Key]bool{c.handshaken, c.warned} {
 		for k := range m {
 			if !keep[k] {
 				delete(m, k)

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/link"
 	"github.com/kilofed/kilofed/mesh/link/linktest"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -57,7 +56,7 @@ func (l *lines) waitFor(t *testing.T, want string, skip int, timeout time.Durati
 // the test configures by hand from topology.WireGuardConfig.
 type meshNode struct {
 	name, ns, link string
-	key            wgtypes.Key
+	key            wgconf.SecretKey
 	dev            wireguard.Device
 }
 

@@ -8,21 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // privateKey returns a fixed private key derived from name.
-func privateKey(name string) wgtypes.Key {
-	k := wgtypes.Key(sha256.Sum256([]byte("private:" + name)))
+func privateKey(name string) wgconf.SecretKey {
+	k := wgconf.SecretKey(sha256.Sum256([]byte("private:" + name)))
 	k[0] &= 248
 	k[31] = (k[31] & 127) | 64
 	return k
 }
 
 // publicKey returns the public half of privateKey(name).
-func publicKey(name string) wgtypes.Key { return privateKey(name).PublicKey() }
+func publicKey(name string) wgconf.Key { return privateKey(name).PublicKey() }
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 

@@ -13,20 +13,21 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 // parseINI reads a wg-quick file back into an Interface, the way wg-quick
 // and wg(8) read it: comments ignored, keys case-insensitive. Peer names
 // (comments) are lost.
-func parseINI(s string) (wireguard.Interface, error) {
-	var iface wireguard.Interface
-	var peer *wireguard.PeerConfig
+func parseINI(s string) (wgconf.Interface, error) {
+	var iface wgconf.Interface
+	var peer *wgconf.Peer
 	section := ""
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for n := 1; sc.Scan(); n++ {
@@ -38,7 +39,7 @@ func parseINI(s string) (wireguard.Interface, error) {
 		case line == "[Interface]" || line == "[Peer]":
 			section = line
 			if line == "[Peer]" {
-				iface.Peers = append(iface.Peers, wireguard.PeerConfig{})
+				iface.Peers = append(iface.Peers, wgconf.Peer{})
 				peer = &iface.Peers[len(iface.Peers)-1]
 			}
 			continue
@@ -51,16 +52,16 @@ func parseINI(s string) (wireguard.Interface, error) {
 		var err error
 		switch section + k {
 		case "[Interface]privatekey":
-			iface.PrivateKey, err = wgtypes.ParseKey(v)
+			iface.PrivateKey, err = wgconf.ParseSecretKey(v)
 		case "[Interface]address":
 			iface.Address, err = parseList(v)
 		case "[Interface]listenport":
 			iface.ListenPort, err = strconv.Atoi(v)
 		case "[Peer]publickey":
-			peer.PublicKey, err = wgtypes.ParseKey(v)
+			peer.PublicKey, err = wgconf.ParseKey(v)
 		case "[Peer]presharedkey":
-			var psk wgtypes.Key
-			psk, err = wgtypes.ParseKey(v)
+			var psk wgconf.SecretKey
+			psk, err = wgconf.ParseSecretKey(v)
 			peer.PresharedKey = &psk
 		case "[Peer]allowedips":
 			peer.AllowedIPs, err = parseList(v)

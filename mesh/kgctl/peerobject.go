@@ -12,7 +12,7 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Output formats of showconf.
@@ -38,7 +38,7 @@ type peerManifest struct {
 // PeerObject returns the Peer object named name that makes another
 // WireGuard host (another cluster's mesh, a laptop) a peer like pc: its
 // key, allowed IPs, endpoint, keepalive and preshared key.
-func PeerObject(name string, pc wireguard.PeerConfig) *v1alpha1.Peer {
+func PeerObject(name string, pc wgconf.Peer) *v1alpha1.Peer {
 	p := &v1alpha1.Peer{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PeerKind},
 		Spec: v1alpha1.PeerSpec{
@@ -61,8 +61,8 @@ func PeerObject(name string, pc wireguard.PeerConfig) *v1alpha1.Peer {
 }
 
 // peerConfigOf returns the accepted Peer p as a [Peer] section.
-func peerConfigOf(p topology.Peer) wireguard.PeerConfig {
-	pc := wireguard.PeerConfig{
+func peerConfigOf(p topology.Peer) wgconf.Peer {
+	pc := wgconf.Peer{
 		Name:                p.Name,
 		PublicKey:           p.PublicKey,
 		PresharedKey:        p.PresharedKey,

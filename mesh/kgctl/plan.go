@@ -6,11 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
-	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Plan is what connect applies on this machine for one topology: the
@@ -18,24 +15,24 @@ import (
 // through the interface for every allowed IP of its [Peer] sections.
 type Plan struct {
 	// Interface is the WireGuard configuration, private key included.
-	Interface wireguard.Interface
+	Interface wgconf.Interface
 	// Routes send the mesh's ranges through the interface.
-	Routes []route.Route
+	Routes []topology.Route
 	// Skipped are allowed IPs that get no route, with the reason.
 	Skipped []string
 	// Segments describe the [Peer] sections for people, by public key:
 	// "location cn-beijing, leader node-beijing".
-	Segments map[wgtypes.Key]string
+	Segments map[wgconf.Key]string
 	// Kick lists, per [Peer] public key, an address inside the mesh that a
 	// packet can be sent to so that WireGuard starts a handshake: the
 	// segment's WireGuard IP.
-	Kick map[wgtypes.Key]netip.Addr
+	Kick map[wgconf.Key]netip.Addr
 }
 
 // NewPlan computes the plan of peer on link, with the peer's private key.
 // The error matches topology.ErrUnknownPeer or topology.ErrExcluded, or
 // ErrKeyMismatch when key is not the Peer's.
-func (m *Mesh) NewPlan(peer string, key wgtypes.Key, link string) (Plan, error) {
+func (m *Mesh) NewPlan(peer string, key wgconf.SecretKey, link string) (Plan, error) {
 	t := m.Topology
 	iface, err := t.PeerConf(peer)
 	if err != nil {
@@ -46,7 +43,7 @@ func (m *Mesh) NewPlan(peer string, key wgtypes.Key, link string) (Plan, error) 
 		return Plan{}, err
 	}
 	iface.PrivateKey = key
-	p := Plan{Interface: iface, Segments: map[wgtypes.Key]string{}, Kick: map[wgtypes.Key]netip.Addr{}}
+	p := Plan{Interface: iface, Segments: map[wgconf.Key]string{}, Kick: map[wgconf.Key]netip.Addr{}}
 	var endpoints []netip.Addr
 	for _, pc := range iface.Peers {
 		if pc.Endpoint.IsValid() {
@@ -66,10 +63,10 @@ func (m *Mesh) NewPlan(peer string, key wgtypes.Key, link string) (Plan, error) 
 				p.Skipped = append(p.Skipped, fmt.Sprintf("%s (%s): %s", dst, p.Segments[pc.PublicKey], reason))
 				continue
 			}
-			p.Routes = append(p.Routes, route.Route{Dst: dst, Dev: link})
+			p.Routes = append(p.Routes, topology.Route{Dst: dst, Dev: link})
 		}
 	}
-	slices.SortFunc(p.Routes, func(a, b route.Route) int { return comparePrefix(a.Dst, b.Dst) })
+	slices.SortFunc(p.Routes, func(a, b topology.Route) int { return comparePrefix(a.Dst, b.Dst) })
 	return p, nil
 }
 
@@ -104,7 +101,7 @@ func (p Plan) summary() string {
 }
 
 // describePeer names a [Peer] section with its endpoint.
-func (p Plan) describePeer(pc wireguard.PeerConfig) string {
+func (p Plan) describePeer(pc wgconf.Peer) string {
 	what := p.Segments[pc.PublicKey]
 	if what == "" {
 		what = "peer " + pc.Name
@@ -124,7 +121,7 @@ func (p Plan) describePeer(pc wireguard.PeerConfig) string {
 // removed or changed, or nil when they apply the same state.
 func (p Plan) changes(q Plan) []string {
 	var out []string
-	old := map[wgtypes.Key]wireguard.PeerConfig{}
+	old := map[wgconf.Key]wgconf.Peer{}
 	for _, pc := range p.Interface.Peers {
 		old[pc.PublicKey] = pc
 	}
@@ -134,8 +131,8 @@ func (p Plan) changes(q Plan) []string {
 		switch {
 		case !ok:
 			out = append(out, "new peer: "+q.describePeer(pc))
-		case wireguard.Render(wireguard.Interface{Config: wireguard.Config{Peers: []wireguard.PeerConfig{o}}}, wireguard.RenderOptions{}) !=
-			wireguard.Render(wireguard.Interface{Config: wireguard.Config{Peers: []wireguard.PeerConfig{pc}}}, wireguard.RenderOptions{}):
+		case wgconf.Render(wgconf.Interface{Config: wgconf.Config{Peers: []wgconf.Peer{o}}}, wgconf.RenderOptions{}) !=
+			wgconf.Render(wgconf.Interface{Config: wgconf.Config{Peers: []wgconf.Peer{pc}}}, wgconf.RenderOptions{}):
 			out = append(out, "changed peer: "+q.describePeer(pc))
 		}
 	}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 // renderPlan writes a plan as the golden files hold it.
 func renderPlan(p Plan) string {
 	var b strings.Builder
-	b.WriteString(wireguard.Render(p.Interface, wireguard.RenderOptions{WithPrivateKey: true}))
+	b.WriteString(wgconf.Render(p.Interface, wgconf.RenderOptions{WithPrivateKey: true}))
 	b.WriteString("\n== routes\n")
 	for _, r := range p.Routes {
 		fmt.Fprintf(&b, "%s dev %s\n", r.Dst, r.Dev)
@@ -142,7 +143,7 @@ func TestPlanChanges(t *testing.T) {
 		})
 	}
 	p := plan(twoLeaders)
-	if !slices.IsSortedFunc(p.Routes, func(a, b route.Route) int { return comparePrefix(a.Dst, b.Dst) }) {
+	if !slices.IsSortedFunc(p.Routes, func(a, b topology.Route) int { return comparePrefix(a.Dst, b.Dst) }) {
 		t.Errorf("routes not sorted: %v", p.Routes)
 	}
 }

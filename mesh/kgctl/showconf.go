@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/topology"
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // DefaultNodeKeyFile is where kg keeps a node's private key (its --key-file).
@@ -50,7 +48,7 @@ type NodeOptions struct {
 // with AsPeer or a YAML/JSON format how others reach it.
 func (m *Mesh) WriteNode(w io.Writer, name string, o NodeOptions) error {
 	t := m.Topology
-	if _, err := t.WireGuardConfig(name, wgtypes.Key{}); err != nil {
+	if _, err := t.WireGuardConfig(name, wgconf.SecretKey{}); err != nil {
 		return m.explain(topology.KindNode, name, err)
 	}
 	if (len(o.AllowedIPs) > 0 || o.PersistentKeepalive > 0) && !o.AsPeer && (o.Format == "" || o.Format == FormatWireGuard) {
@@ -81,8 +79,8 @@ func (m *Mesh) WriteNode(w io.Writer, name string, o NodeOptions) error {
 	var b strings.Builder
 	if o.AsPeer {
 		fmt.Fprintf(&b, "# [Peer] section of %s: add it to the configuration\n# of another WireGuard interface to reach it.\n", what)
-		b.WriteString(peerSection(wireguard.Render(wireguard.Interface{Config: wireguard.Config{Peers: []wireguard.PeerConfig{pc}}},
-			wireguard.RenderOptions{})))
+		b.WriteString(peerSection(wgconf.Render(wgconf.Interface{Config: wgconf.Config{Peers: []wgconf.Peer{pc}}},
+			wgconf.RenderOptions{})))
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -96,7 +94,7 @@ func (m *Mesh) WriteNode(w io.Writer, name string, o NodeOptions) error {
 		fmt.Fprintf(&b, "# %s does not lead its location: it has no WireGuard peers and reaches the other\n# locations through its leader %s (showconf node %s).\n",
 			name, seg.LeaderNode().Name, seg.LeaderNode().Name)
 	}
-	b.WriteString(wireguard.Render(t.NodeConf(name), wireguard.RenderOptions{}))
+	b.WriteString(wgconf.Render(t.NodeConf(name), wgconf.RenderOptions{}))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -108,7 +106,7 @@ type PeerOptions struct {
 	Format string
 	// PrivateKey, when set, fills in the PrivateKey line so that
 	// `wg-quick up` works as is; it must match the Peer's public key.
-	PrivateKey *wgtypes.Key
+	PrivateKey *wgconf.SecretKey
 }
 
 // WritePeer writes the configuration the external peer name uses itself
@@ -140,13 +138,13 @@ func (m *Mesh) WritePeer(w io.Writer, name string, o PeerOptions) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# WireGuard configuration of Peer %s in the kilofed mesh %s, for wg-quick.\n", name, t.Options().Subnet)
-	b.WriteString(wireguard.Render(iface, wireguard.RenderOptions{WithPrivateKey: o.PrivateKey != nil}))
+	b.WriteString(wgconf.Render(iface, wgconf.RenderOptions{WithPrivateKey: o.PrivateKey != nil}))
 	_, err = io.WriteString(w, b.String())
 	return err
 }
 
 // checkKey returns ErrKeyMismatch unless key is the private half of pub.
-func checkKey(peer string, pub, key wgtypes.Key) error {
+func checkKey(peer string, pub wgconf.Key, key wgconf.SecretKey) error {
 	if key.PublicKey() != pub {
 		return fmt.Errorf("%w: the key's public half is %s but Peer %s has publicKey %s; use the private key whose `wg pubkey` you put in the Peer, or update the Peer's spec.publicKey",
 			ErrKeyMismatch, key.PublicKey(), peer, pub)

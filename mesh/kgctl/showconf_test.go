@@ -13,7 +13,7 @@ import (
 func TestGolden(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "dev-private.key")
-	if err := os.WriteFile(keyFile, []byte(privateKey("seb-laptop").String()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(privateKey("seb-laptop").Base64()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 var (
@@ -18,19 +20,19 @@ var (
 // RoutePlan is what turns the current owned routes into the desired ones.
 type RoutePlan struct {
 	// Add are desired routes whose destination has no route yet.
-	Add []Route
+	Add []topology.Route
 	// Replace are desired routes whose destination has a different route.
-	Replace []Route
+	Replace []topology.Route
 	// Delete are current routes that are not desired.
-	Delete []Route
+	Delete []topology.Route
 }
 
 // RulePlan is what turns the current owned rules into the desired ones.
 type RulePlan struct {
 	// Add are desired rules that are missing.
-	Add []Rule
+	Add []topology.Rule
 	// Delete are current rules that are not desired.
-	Delete []Rule
+	Delete []topology.Rule
 }
 
 // Empty reports whether the plan changes nothing.
@@ -50,13 +52,13 @@ type routeKey struct {
 // source or onlink flag differ is replaced in place. Both inputs are
 // normalized first (masked destinations, table 0 for main); the result is
 // sorted.
-func DiffRoutes(desired, current []Route) RoutePlan {
-	want := make(map[routeKey]Route, len(desired))
+func DiffRoutes(desired, current []topology.Route) RoutePlan {
+	want := make(map[routeKey]topology.Route, len(desired))
 	for _, r := range desired {
 		r = normRoute(r)
 		want[routeKey{r.Table, r.Dst}] = r
 	}
-	have := make(map[routeKey]Route, len(current))
+	have := make(map[routeKey]topology.Route, len(current))
 	var p RoutePlan
 	for _, r := range current {
 		r = normRoute(r)
@@ -89,14 +91,14 @@ func DiffRoutes(desired, current []Route) RoutePlan {
 // DiffRules compares desired rules with the current owned ones. A desired
 // rule with priority zero matches a current rule of any priority (the
 // kernel picks one); the result is sorted.
-func DiffRules(desired, current []Rule) RulePlan {
-	cur := make([]Rule, len(current))
+func DiffRules(desired, current []topology.Rule) RulePlan {
+	cur := make([]topology.Rule, len(current))
 	for i, r := range current {
 		cur[i] = normRule(r)
 	}
 	used := make([]bool, len(cur))
 	var p RulePlan
-	seen := map[Rule]bool{}
+	seen := map[topology.Rule]bool{}
 	for _, d := range desired {
 		d = normRule(d)
 		if seen[d] {
@@ -131,9 +133,9 @@ func DiffRules(desired, current []Rule) RulePlan {
 // Validate reports routes and rules that cannot be applied: invalid or
 // mixed-family addresses, a route without link, a rule without Src or Dst,
 // and two different routes for one table and destination.
-func Validate(routes []Route, rules []Rule) error {
+func Validate(routes []topology.Route, rules []topology.Rule) error {
 	var errs []error
-	seen := make(map[routeKey]Route, len(routes))
+	seen := make(map[routeKey]topology.Route, len(routes))
 	for _, r := range routes {
 		switch {
 		case !r.Dst.IsValid():
@@ -169,13 +171,13 @@ func Validate(routes []Route, rules []Rule) error {
 }
 
 func normTable(t int) int {
-	if t == MainTable {
+	if t == topology.MainTable {
 		return 0
 	}
 	return t
 }
 
-func normRoute(r Route) Route {
+func normRoute(r topology.Route) topology.Route {
 	r.Dst = r.Dst.Masked()
 	r.Table = normTable(r.Table)
 	r.Gw = r.Gw.Unmap()
@@ -183,7 +185,7 @@ func normRoute(r Route) Route {
 	return r
 }
 
-func normRule(r Rule) Rule {
+func normRule(r topology.Rule) topology.Rule {
 	r.Src = r.Src.Masked()
 	r.Dst = r.Dst.Masked()
 	r.Table = normTable(r.Table)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 var (
@@ -21,65 +23,65 @@ var (
 )
 
 func TestDiffRoutes(t *testing.T) {
-	wg := Route{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}
-	viaLeader := Route{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}
-	v6 := Route{Dst: pfx("fd02::/64"), Dev: "kilo0", Table: 1107}
+	wg := topology.Route{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}
+	viaLeader := topology.Route{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}
+	v6 := topology.Route{Dst: pfx("fd02::/64"), Dev: "kilo0", Table: 1107}
 	tests := []struct {
 		name             string
-		desired, current []Route
+		desired, current []topology.Route
 		want             RoutePlan
 	}{
 		{name: "nothing"},
 		{
 			name:    "all new",
-			desired: []Route{v6, viaLeader, wg},
-			want:    RoutePlan{Add: []Route{wg, viaLeader, v6}},
+			desired: []topology.Route{v6, viaLeader, wg},
+			want:    RoutePlan{Add: []topology.Route{wg, viaLeader, v6}},
 		},
 		{
 			name:    "same",
-			desired: []Route{wg, viaLeader, v6},
-			current: []Route{v6, wg, viaLeader},
+			desired: []topology.Route{wg, viaLeader, v6},
+			current: []topology.Route{v6, wg, viaLeader},
 		},
 		{
 			name:    "main table spelled 254 and unmasked destination are the same route",
-			desired: []Route{{Dst: pfx("10.2.0.9/24"), Dev: "kilo0", Table: MainTable}},
-			current: []Route{wg},
+			desired: []topology.Route{{Dst: pfx("10.2.0.9/24"), Dev: "kilo0", Table: topology.MainTable}},
+			current: []topology.Route{wg},
 		},
 		{
 			name:    "gateway change replaces",
-			desired: []Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}},
-			current: []Route{viaLeader},
-			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}}},
+			desired: []topology.Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}},
+			current: []topology.Route{viaLeader},
+			want:    RoutePlan{Replace: []topology.Route{{Dst: pfx("10.3.0.0/24"), Gw: ip("172.16.0.2"), Dev: "eth0"}}},
 		},
 		{
 			name:    "leader change: wireguard route becomes a route via the leader",
-			desired: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}},
-			current: []Route{wg},
-			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}}},
+			desired: []topology.Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}},
+			current: []topology.Route{wg},
+			want:    RoutePlan{Replace: []topology.Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("172.16.0.1"), Dev: "eth0"}}},
 		},
 		{
 			name:    "onlink and src changes replace",
-			desired: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}},
-			current: []Route{wg},
-			want:    RoutePlan{Replace: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}}},
+			desired: []topology.Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}},
+			current: []topology.Route{wg},
+			want:    RoutePlan{Replace: []topology.Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Src: ip("10.4.0.1"), OnLink: true}}},
 		},
 		{
 			name:    "same destination in another table is another route",
-			desired: []Route{wg, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}},
-			current: []Route{wg},
-			want:    RoutePlan{Add: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}}},
+			desired: []topology.Route{wg, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}},
+			current: []topology.Route{wg},
+			want:    RoutePlan{Add: []topology.Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0", Table: 1107}}},
 		},
 		{
 			name:    "stale deleted",
-			desired: []Route{wg},
-			current: []Route{v6, wg, viaLeader},
-			want:    RoutePlan{Delete: []Route{viaLeader, v6}},
+			desired: []topology.Route{wg},
+			current: []topology.Route{v6, wg, viaLeader},
+			want:    RoutePlan{Delete: []topology.Route{viaLeader, v6}},
 		},
 		{
 			name:    "duplicate owned routes for one destination: extra deleted",
-			desired: []Route{wg},
-			current: []Route{wg, wg},
-			want:    RoutePlan{Delete: []Route{wg}},
+			desired: []topology.Route{wg},
+			current: []topology.Route{wg, wg},
+			want:    RoutePlan{Delete: []topology.Route{wg}},
 		},
 	}
 	for _, tt := range tests {
@@ -96,39 +98,39 @@ func TestDiffRoutes(t *testing.T) {
 }
 
 func TestDiffRules(t *testing.T) {
-	fromPods := Rule{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 1000}
-	anyPrio := Rule{Dst: pfx("fd02::/64"), Table: 1107}
+	fromPods := topology.Rule{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 1000}
+	anyPrio := topology.Rule{Dst: pfx("fd02::/64"), Table: 1107}
 	tests := []struct {
 		name             string
-		desired, current []Rule
+		desired, current []topology.Rule
 		want             RulePlan
 	}{
 		{name: "nothing"},
-		{name: "new", desired: []Rule{fromPods, anyPrio}, want: RulePlan{Add: []Rule{anyPrio, fromPods}}},
-		{name: "same", desired: []Rule{fromPods}, current: []Rule{fromPods}},
+		{name: "new", desired: []topology.Rule{fromPods, anyPrio}, want: RulePlan{Add: []topology.Rule{anyPrio, fromPods}}},
+		{name: "same", desired: []topology.Rule{fromPods}, current: []topology.Rule{fromPods}},
 		{
 			name:    "zero priority matches the kernel's choice",
-			desired: []Rule{anyPrio},
-			current: []Rule{{Dst: pfx("fd02::/64"), Table: 1107, Priority: 32765}},
+			desired: []topology.Rule{anyPrio},
+			current: []topology.Rule{{Dst: pfx("fd02::/64"), Table: 1107, Priority: 32765}},
 		},
 		{
 			name:    "priority change is delete and add",
-			desired: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}},
-			current: []Rule{fromPods},
-			want:    RulePlan{Add: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}}, Delete: []Rule{fromPods}},
+			desired: []topology.Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}},
+			current: []topology.Rule{fromPods},
+			want:    RulePlan{Add: []topology.Rule{{Src: pfx("10.1.0.0/24"), Table: 1107, Priority: 900}}, Delete: []topology.Rule{fromPods}},
 		},
 		{
 			name:    "main table spelled two ways",
-			desired: []Rule{{Src: pfx("10.1.0.0/24"), Table: MainTable, Priority: 5}},
-			current: []Rule{{Src: pfx("10.1.0.0/24"), Priority: 5}},
+			desired: []topology.Rule{{Src: pfx("10.1.0.0/24"), Table: topology.MainTable, Priority: 5}},
+			current: []topology.Rule{{Src: pfx("10.1.0.0/24"), Priority: 5}},
 		},
 		{
 			name:    "duplicates in the kernel: one kept",
-			desired: []Rule{fromPods, fromPods},
-			current: []Rule{fromPods, fromPods},
-			want:    RulePlan{Delete: []Rule{fromPods}},
+			desired: []topology.Rule{fromPods, fromPods},
+			current: []topology.Rule{fromPods, fromPods},
+			want:    RulePlan{Delete: []topology.Rule{fromPods}},
 		},
-		{name: "stale", current: []Rule{fromPods}, want: RulePlan{Delete: []Rule{fromPods}}},
+		{name: "stale", current: []topology.Rule{fromPods}, want: RulePlan{Delete: []topology.Rule{fromPods}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,23 +144,23 @@ func TestDiffRules(t *testing.T) {
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		routes  []Route
-		rules   []Rule
+		routes  []topology.Route
+		rules   []topology.Rule
 		wantErr bool
 	}{
-		{name: "ok", routes: []Route{
+		{name: "ok", routes: []topology.Route{
 			{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"},
 			{Dst: pfx("fd02::/64"), Gw: ip("fd00:1::1"), Dev: "kilo-vxlan", OnLink: true},
-		}, rules: []Rule{{Src: pfx("10.1.0.0/24"), Table: 1}}},
-		{name: "identical duplicates are fine", routes: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}}},
-		{name: "conflicting duplicates", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "eth0"}}},
-		{name: "no link", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24")}}},
-		{name: "no destination", wantErr: true, routes: []Route{{Dev: "kilo0"}}},
-		{name: "IPv4 gateway for IPv6", wantErr: true, routes: []Route{{Dst: pfx("fd02::/64"), Gw: ip("172.16.0.1"), Dev: "kilo0"}}},
-		{name: "IPv6 gateway for IPv4", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("fd00:1::1"), Dev: "kilo0"}}},
-		{name: "mixed src", wantErr: true, routes: []Route{{Dst: pfx("10.2.0.0/24"), Src: ip("fd00:1::1"), Dev: "kilo0"}}},
-		{name: "rule without family", wantErr: true, rules: []Rule{{Table: 1}}},
-		{name: "rule mixing families", wantErr: true, rules: []Rule{{Src: pfx("10.0.0.0/8"), Dst: pfx("fd00:1::/64"), Table: 1}}},
+		}, rules: []topology.Rule{{Src: pfx("10.1.0.0/24"), Table: 1}}},
+		{name: "identical duplicates are fine", routes: []topology.Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}}},
+		{name: "conflicting duplicates", wantErr: true, routes: []topology.Route{{Dst: pfx("10.2.0.0/24"), Dev: "kilo0"}, {Dst: pfx("10.2.0.0/24"), Dev: "eth0"}}},
+		{name: "no link", wantErr: true, routes: []topology.Route{{Dst: pfx("10.2.0.0/24")}}},
+		{name: "no destination", wantErr: true, routes: []topology.Route{{Dev: "kilo0"}}},
+		{name: "IPv4 gateway for IPv6", wantErr: true, routes: []topology.Route{{Dst: pfx("fd02::/64"), Gw: ip("172.16.0.1"), Dev: "kilo0"}}},
+		{name: "IPv6 gateway for IPv4", wantErr: true, routes: []topology.Route{{Dst: pfx("10.2.0.0/24"), Gw: ip("fd00:1::1"), Dev: "kilo0"}}},
+		{name: "mixed src", wantErr: true, routes: []topology.Route{{Dst: pfx("10.2.0.0/24"), Src: ip("fd00:1::1"), Dev: "kilo0"}}},
+		{name: "rule without family", wantErr: true, rules: []topology.Rule{{Table: 1}}},
+		{name: "rule mixing families", wantErr: true, rules: []topology.Rule{{Src: pfx("10.0.0.0/8"), Dst: pfx("fd00:1::/64"), Table: 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

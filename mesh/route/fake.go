@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 // Fake is a Router that records every call as canonical text, for golden
@@ -15,8 +17,8 @@ import (
 type Fake struct {
 	mu     sync.Mutex
 	record strings.Builder
-	routes []Route
-	rules  []Rule
+	routes []topology.Route
+	rules  []topology.Rule
 	// Err, when set, is returned by Set and Close after recording.
 	Err error
 }
@@ -24,7 +26,7 @@ type Fake struct {
 var _ Router = (*Fake)(nil)
 
 // Set validates and records the desired state.
-func (f *Fake) Set(ctx context.Context, routes []Route, rules []Rule) error {
+func (f *Fake) Set(ctx context.Context, routes []topology.Route, rules []topology.Rule) error {
 	if err := Validate(routes, rules); err != nil {
 		return err
 	}
@@ -57,7 +59,7 @@ func (f *Fake) Record() string {
 }
 
 // State returns the routes and rules of the latest Set.
-func (f *Fake) State() ([]Route, []Rule) {
+func (f *Fake) State() ([]topology.Route, []topology.Rule) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.routes), slices.Clone(f.rules)

@@ -5,64 +5,19 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
-
-// MainTable is the kernel's main routing table; a zero Table means it.
-const MainTable = 254
-
-// String writes r like ip-route(8): "DST [via GW] dev DEV [table N]
-// [src SRC] [onlink]".
-func (r Route) String() string {
-	var b strings.Builder
-	b.WriteString(r.Dst.String())
-	if r.Gw.IsValid() {
-		fmt.Fprintf(&b, " via %s", r.Gw)
-	}
-	fmt.Fprintf(&b, " dev %s", r.Dev)
-	if t := normTable(r.Table); t != 0 {
-		fmt.Fprintf(&b, " table %d", t)
-	}
-	if r.Src.IsValid() {
-		fmt.Fprintf(&b, " src %s", r.Src)
-	}
-	if r.OnLink {
-		b.WriteString(" onlink")
-	}
-	return b.String()
-}
-
-// String writes r like ip-rule(8): "[pref N] from SRC|all [to DST] lookup
-// TABLE|main".
-func (r Rule) String() string {
-	var b strings.Builder
-	if r.Priority != 0 {
-		fmt.Fprintf(&b, "pref %d ", r.Priority)
-	}
-	if r.Src.IsValid() {
-		fmt.Fprintf(&b, "from %s", r.Src)
-	} else {
-		b.WriteString("from all")
-	}
-	if r.Dst.IsValid() {
-		fmt.Fprintf(&b, " to %s", r.Dst)
-	}
-	if t := normTable(r.Table); t == 0 {
-		b.WriteString(" lookup main")
-	} else {
-		fmt.Fprintf(&b, " lookup %d", t)
-	}
-	return b.String()
-}
 
 // Format writes routes and rules in a canonical order, one per line, each
 // prefixed with "route " or "rule ", for logs and golden files.
-func Format(routes []Route, rules []Rule) string {
-	rs := make([]Route, len(routes))
+func Format(routes []topology.Route, rules []topology.Rule) string {
+	rs := make([]topology.Route, len(routes))
 	for i, r := range routes {
 		rs[i] = normRoute(r)
 	}
 	slices.SortFunc(rs, compareRoutes)
-	ls := make([]Rule, len(rules))
+	ls := make([]topology.Rule, len(rules))
 	for i, r := range rules {
 		ls[i] = normRule(r)
 	}
@@ -77,7 +32,7 @@ func Format(routes []Route, rules []Rule) string {
 	return b.String()
 }
 
-func compareRoutes(a, b Route) int {
+func compareRoutes(a, b topology.Route) int {
 	if c := a.Table - b.Table; c != 0 {
 		return c
 	}
@@ -87,7 +42,7 @@ func compareRoutes(a, b Route) int {
 	return strings.Compare(a.String(), b.String())
 }
 
-func compareRules(a, b Rule) int {
+func compareRules(a, b topology.Rule) int {
 	if c := a.Priority - b.Priority; c != 0 {
 		return c
 	}

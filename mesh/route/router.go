@@ -3,6 +3,8 @@ package route
 import (
 	"context"
 	"log/slog"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 // Router makes the kernel's routes and policy rules match a desired set,
@@ -12,7 +14,7 @@ type Router interface {
 	// Set makes the owned routes and rules exactly routes and rules:
 	// missing ones are added, changed routes replaced, stale ones deleted;
 	// routes and rules owned by others are never touched.
-	Set(ctx context.Context, routes []Route, rules []Rule) error
+	Set(ctx context.Context, routes []topology.Route, rules []topology.Rule) error
 	// Close deletes every route and rule the Router owns.
 	Close(ctx context.Context) error
 }

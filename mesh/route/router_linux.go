@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kilofed/kilofed/mesh/link"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 // NewRouter returns a Router that applies routes and rules through netlink
@@ -40,7 +42,7 @@ type netlinkRouter struct {
 	log   *slog.Logger
 }
 
-func (r *netlinkRouter) Set(ctx context.Context, routes []Route, rules []Rule) error {
+func (r *netlinkRouter) Set(ctx context.Context, routes []topology.Route, rules []topology.Rule) error {
 	if err := Validate(routes, rules); err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (r *netlinkRouter) Close(ctx context.Context) error {
 
 // install adds one route, or replaces the owned route of the same table
 // and destination. Adding never overwrites a route that others own.
-func (r *netlinkRouter) install(rt Route, links map[string]int, replace bool) error {
+func (r *netlinkRouter) install(rt topology.Route, links map[string]int, replace bool) error {
 	nr, err := r.toNetlinkRoute(rt, links)
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func (r *netlinkRouter) install(rt Route, links map[string]int, replace bool) er
 	return nil
 }
 
-func (r *netlinkRouter) toNetlinkRoute(rt Route, links map[string]int) (*netlink.Route, error) {
+func (r *netlinkRouter) toNetlinkRoute(rt topology.Route, links map[string]int) (*netlink.Route, error) {
 	rt = normRoute(rt)
 	idx, ok := links[rt.Dev]
 	if !ok {
@@ -146,7 +148,7 @@ func (r *netlinkRouter) toNetlinkRoute(rt Route, links map[string]int) (*netlink
 		Family:    family(rt.Dst.Addr()),
 	}
 	if nr.Table == 0 {
-		nr.Table = MainTable
+		nr.Table = topology.MainTable
 	}
 	switch {
 	case rt.Gw.IsValid():
@@ -163,13 +165,13 @@ func (r *netlinkRouter) toNetlinkRoute(rt Route, links map[string]int) (*netlink
 	return nr, nil
 }
 
-func (r *netlinkRouter) toNetlinkRule(ru Rule) *netlink.Rule {
+func (r *netlinkRouter) toNetlinkRule(ru topology.Rule) *netlink.Rule {
 	ru = normRule(ru)
 	nr := netlink.NewRule()
 	nr.Protocol = uint8(r.proto)
 	nr.Table = ru.Table
 	if nr.Table == 0 {
-		nr.Table = MainTable
+		nr.Table = topology.MainTable
 	}
 	if ru.Priority != 0 {
 		nr.Priority = ru.Priority
@@ -186,7 +188,7 @@ func (r *netlinkRouter) toNetlinkRule(ru Rule) *netlink.Rule {
 }
 
 // listRoutes returns the owned routes of every table and both families.
-func (r *netlinkRouter) listRoutes(links map[string]int) ([]Route, error) {
+func (r *netlinkRouter) listRoutes(links map[string]int) ([]topology.Route, error) {
 	names := make(map[int]string, len(links))
 	for n, i := range links {
 		names[i] = n
@@ -200,9 +202,9 @@ func (r *netlinkRouter) listRoutes(links map[string]int) ([]Route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
-	out := make([]Route, 0, len(list))
+	out := make([]topology.Route, 0, len(list))
 	for _, nr := range list {
-		rt := Route{Dev: names[nr.LinkIndex], Table: nr.Table, OnLink: nr.Flags&int(netlink.FLAG_ONLINK) != 0}
+		rt := topology.Route{Dev: names[nr.LinkIndex], Table: nr.Table, OnLink: nr.Flags&int(netlink.FLAG_ONLINK) != 0}
 		if nr.Dst != nil {
 			rt.Dst = prefix(nr.Dst)
 		} else if nr.Family == netlink.FAMILY_V6 {
@@ -218,8 +220,8 @@ func (r *netlinkRouter) listRoutes(links map[string]int) ([]Route, error) {
 }
 
 // listRules returns the owned rules of both families.
-func (r *netlinkRouter) listRules() ([]Rule, error) {
-	var out []Rule
+func (r *netlinkRouter) listRules() ([]topology.Rule, error) {
+	var out []topology.Rule
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		var list []netlink.Rule
 		err := retryDump(func() (err error) {
@@ -233,7 +235,7 @@ func (r *netlinkRouter) listRules() ([]Rule, error) {
 			if int(nr.Protocol) != r.proto {
 				continue
 			}
-			ru := Rule{Table: nr.Table, Priority: nr.Priority}
+			ru := topology.Rule{Table: nr.Table, Priority: nr.Priority}
 			if nr.Src != nil {
 				ru.Src = prefix(nr.Src)
 			}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/link"
 	"github.com/kilofed/kilofed/mesh/link/linktest"
+
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 // countHandler counts log records: the Router logs one per kernel change.
@@ -96,7 +98,7 @@ func TestPrivilegedRouter(t *testing.T) {
 		r, err = NewRouter(RouterOptions{Logger: log})
 		return err
 	})
-	set := func(routes []Route, rules []Rule) (err error) {
+	set := func(routes []topology.Route, rules []topology.Rule) (err error) {
 		t.Helper()
 		changes.Store(0)
 		linktest.Run(t, ns, func() error {
@@ -105,14 +107,14 @@ func TestPrivilegedRouter(t *testing.T) {
 		})
 		return err
 	}
-	routes := []Route{
+	routes := []topology.Route{
 		{Dst: pfx("10.60.0.0/24"), Gw: ip("10.97.0.2"), Dev: dev},
 		{Dst: pfx("10.61.0.0/24"), Dev: dev, Table: 1107},
 		{Dst: pfx("10.62.0.0/24"), Gw: ip("10.97.0.9"), Dev: dev, OnLink: true, Src: ip("10.97.0.1")},
 		{Dst: pfx("fd61::/64"), Gw: ip("fd97::2"), Dev: dev, OnLink: true},
 		{Dst: pfx("fd62::/64"), Dev: dev},
 	}
-	rules := []Rule{
+	rules := []topology.Rule{
 		{Src: pfx("10.60.0.0/24"), Table: 1107, Priority: 1100},
 		{Dst: pfx("fd61::/64"), Table: 1107},
 	}
@@ -155,7 +157,7 @@ func TestPrivilegedRouter(t *testing.T) {
 	}
 
 	// A changed gateway is replaced in place.
-	moved := []Route{{Dst: pfx("10.60.0.0/24"), Gw: ip("10.97.0.4"), Dev: dev}}
+	moved := []topology.Route{{Dst: pfx("10.60.0.0/24"), Gw: ip("10.97.0.4"), Dev: dev}}
 	if err := set(moved, rules[:1]); err != nil || changes.Load() != 1 {
 		t.Errorf("Set with a new gateway: err %v, %d changes, want 1", err, changes.Load())
 	}
@@ -166,9 +168,9 @@ func TestPrivilegedRouter(t *testing.T) {
 	// A foreign route in the way and a missing link are errors that name
 	// the culprit; the rest is still applied.
 	err := set(append(moved,
-		Route{Dst: pfx("10.50.0.0/24"), Dev: dev},
-		Route{Dst: pfx("10.63.0.0/24"), Dev: "kflnolink"},
-		Route{Dst: pfx("10.64.0.0/24"), Dev: dev},
+		topology.Route{Dst: pfx("10.50.0.0/24"), Dev: dev},
+		topology.Route{Dst: pfx("10.63.0.0/24"), Dev: "kflnolink"},
+		topology.Route{Dst: pfx("10.64.0.0/24"), Dev: dev},
 	), nil)
 	if !errors.Is(err, ErrForeignRoute) || !errors.Is(err, link.ErrLinkNotFound) || !strings.Contains(fmt.Sprint(err), `"kflnolink"`) {
 		t.Errorf("Set with conflicts = %v; want ErrForeignRoute and ErrLinkNotFound naming kflnolink", err)

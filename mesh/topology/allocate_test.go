@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // locationNodes returns one node per location name, with distinct ranges.
@@ -199,7 +201,7 @@ func TestAllocationSmallSubnet(t *testing.T) {
 		if addrs := top.Addresses(name); len(addrs) != 0 {
 			t.Errorf("Addresses(%s) = %v, want none", name, addrs)
 		}
-		c, err := top.WireGuardConfig(name, testKey("private"))
+		c, err := top.WireGuardConfig(name, wgconf.SecretKey(testKey("private")))
 		if err != nil || len(c.Peers) != 2 {
 			t.Errorf("WireGuardConfig(%s) = %d peers, %v; want 2 peers", name, len(c.Peers), err)
 		}

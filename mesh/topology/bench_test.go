@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"testing"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // bigCluster returns n nodes in n/10 locations, one public node each.
@@ -34,7 +36,7 @@ func BenchmarkNew(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := top.WireGuardConfig("node-0000", testKey("private")); err != nil {
+					if _, err := top.WireGuardConfig("node-0000", wgconf.SecretKey(testKey("private"))); err != nil {
 						b.Fatal(err)
 					}
 					top.Routes("node-0001")

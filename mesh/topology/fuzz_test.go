@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // fuzzInput turns fuzzer bytes into options, nodes and peers drawn from
@@ -60,11 +60,11 @@ func (f *fuzzInput) addr() netip.Addr {
 	return netip.MustParseAddr(s)
 }
 
-func (f *fuzzInput) key() wgtypes.Key {
+func (f *fuzzInput) key() wgconf.Key {
 	if k := f.byte() % 8; k > 0 {
 		return testKey(fmt.Sprint("k", k))
 	}
-	return wgtypes.Key{}
+	return wgconf.Key{}
 }
 
 func (f *fuzzInput) endpoint() *Endpoint {
@@ -119,7 +119,7 @@ func (f *fuzzInput) build() ([]Node, []Peer, Options) {
 			PersistentKeepalive: time.Duration(f.byte()) * time.Second,
 		}
 		if f.byte()%3 == 0 {
-			k := testKey("psk")
+			k := wgconf.SecretKey(testKey("psk"))
 			p.PresharedKey = &k
 		}
 		peers = append(peers, p)
@@ -186,11 +186,11 @@ func checkInvariants(t *testing.T, top *Topology, nodes []Node, peers []Peer) {
 		ips[a] = s.Name
 	}
 	for name := range top.members {
-		c, err := top.WireGuardConfig(name, testKey("private"))
+		c, err := top.WireGuardConfig(name, wgconf.SecretKey(testKey("private")))
 		if err != nil {
 			t.Fatalf("WireGuardConfig(%s): %v", name, err)
 		}
-		keys := make(map[wgtypes.Key]bool)
+		keys := make(map[wgconf.Key]bool)
 		allowed := make(map[netip.Prefix]string)
 		for _, p := range c.Peers {
 			if keys[p.PublicKey] || p.PublicKey == top.members[name].Key {

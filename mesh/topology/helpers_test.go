@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/kilofed/kilofed/mesh/route"
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // netipCmp lets go-cmp compare net/netip values.
@@ -23,8 +21,8 @@ var netipCmp = cmp.Options{
 }
 
 // testKey returns a fixed public key derived from name.
-func testKey(name string) wgtypes.Key {
-	return wgtypes.Key(sha256.Sum256([]byte("key:" + name)))
+func testKey(name string) wgconf.Key {
+	return wgconf.Key(sha256.Sum256([]byte("key:" + name)))
 }
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -77,7 +75,7 @@ func drPeer() Peer {
 }
 
 // routeLine renders one route canonically: dst via gw dev X src Y table T onlink.
-func routeLine(r route.Route) string {
+func routeLine(r Route) string {
 	parts := []string{r.Dst.String()}
 	if r.Gw.IsValid() {
 		parts = append(parts, "via", r.Gw.String())
@@ -97,7 +95,7 @@ func routeLine(r route.Route) string {
 	return strings.Join(parts, " ")
 }
 
-func ruleLine(r route.Rule) string {
+func ruleLine(r Rule) string {
 	parts := []string{}
 	if r.Src.IsValid() {
 		parts = append(parts, "from", r.Src.String())
@@ -140,12 +138,12 @@ func render(t *testing.T, top *Topology, nodes []Node, peers []Peer) string {
 		seen[n.Name] = true
 		fmt.Fprintf(&b, "\n== node %s", n.Name)
 		if _, ok := top.Node(n.Name); !ok {
-			_, err := top.WireGuardConfig(n.Name, wgtypes.Key{})
+			_, err := top.WireGuardConfig(n.Name, wgconf.SecretKey{})
 			fmt.Fprintf(&b, ": %v\n", err)
 			continue
 		}
 		fmt.Fprintf(&b, " (leader %t)\n-- wireguard\n", top.IsLeader(n.Name))
-		b.WriteString(wireguard.Render(top.NodeConf(n.Name), wireguard.RenderOptions{}))
+		b.WriteString(wgconf.Render(top.NodeConf(n.Name), wgconf.RenderOptions{}))
 		routes, rules := top.Routes(n.Name)
 		b.WriteString("-- routes\n")
 		for _, r := range routes {
@@ -172,7 +170,7 @@ func render(t *testing.T, top *Topology, nodes []Node, peers []Peer) string {
 			fmt.Fprintf(&b, "%v\n", err)
 			continue
 		}
-		b.WriteString(wireguard.Render(iface, wireguard.RenderOptions{}))
+		b.WriteString(wgconf.Render(iface, wgconf.RenderOptions{}))
 	}
 	b.WriteString("\n== dot\n")
 	b.WriteString(top.DOT())

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // maxKeepalive is the largest persistent keepalive WireGuard accepts.
@@ -61,7 +61,7 @@ func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
 	for _, n := range sorted {
 		count[n.Name]++
 	}
-	keys := make(map[wgtypes.Key]string)
+	keys := make(map[wgconf.Key]string)
 	var out []*member
 	for _, n := range sorted {
 		switch {
@@ -72,7 +72,7 @@ func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
 			ps.add(KindNode, n.Name, Excluded, CodeDuplicateName,
 				"%d nodes are named %q; all of them are left out until the names are unique", count[n.Name], n.Name)
 			continue
-		case n.Key == (wgtypes.Key{}):
+		case n.Key == (wgconf.Key{}):
 			ps.add(KindNode, n.Name, Excluded, CodeNoKey,
 				"the node has no WireGuard public key (annotation kilo.squat.ai/key): the kg agent has not started on it yet; start kg on the node and it will publish its key")
 			continue

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestOptions(t *testing.T) {
@@ -99,11 +100,11 @@ func TestMeshKeepaliveAppliesBetweenSegmentsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := top.WireGuardConfig("a", testKey("a-private"))
+	conf, err := top.WireGuardConfig("a", wgconf.SecretKey(testKey("a-private")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[wgtypes.Key]time.Duration{}
+	got := map[wgconf.Key]time.Duration{}
 	for _, p := range conf.Peers {
 		got[p.PublicKey] = p.PersistentKeepalive
 	}
@@ -113,12 +114,12 @@ func TestMeshKeepaliveAppliesBetweenSegmentsOnly(t *testing.T) {
 	if got[testKey("laptop")] != 0 {
 		t.Errorf("keepalive to the laptop = %v, want 0: MeshKeepalive is for tunnels between segments", got[testKey("laptop")])
 	}
-	conf, _ = top.WireGuardConfig("b", testKey("b-private"))
+	conf, _ = top.WireGuardConfig("b", wgconf.SecretKey(testKey("b-private")))
 	if conf.Peers[0].PersistentKeepalive != 40*time.Second {
 		t.Errorf("keepalive from b to a = %v, want 40s", conf.Peers[0].PersistentKeepalive)
 	}
 	top, _ = New([]Node{nodes[0], {Name: "c", Location: "z", Ready: true, Key: testKey("c"), InternalIP: netip.MustParsePrefix("10.0.3.10/24")}}, nil, Options{MeshKeepalive: 25 * time.Second})
-	conf, _ = top.WireGuardConfig("a", testKey("a-private"))
+	conf, _ = top.WireGuardConfig("a", wgconf.SecretKey(testKey("a-private")))
 	if conf.Peers[0].PersistentKeepalive != 25*time.Second {
 		t.Errorf("keepalive from a to c = %v, want MeshKeepalive 25s", conf.Peers[0].PersistentKeepalive)
 	}

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // acceptPeers validates peers, oldest first (by Created, then Name), against
@@ -21,7 +21,7 @@ func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
-	keys := make(map[wgtypes.Key]string, len(members)+len(peers))
+	keys := make(map[wgconf.Key]string, len(members)+len(peers))
 	for _, m := range members {
 		keys[m.Key] = "node " + quote(m.Name)
 	}
@@ -35,7 +35,7 @@ func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *
 			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateName,
 				"%d peers are named %q; all of them are left out until the names are unique", count[p.Name], p.Name)
 			continue
-		case p.PublicKey == (wgtypes.Key{}):
+		case p.PublicKey == (wgconf.Key{}):
 			ps.add(KindPeer, p.Name, Excluded, CodeNoKey,
 				"the peer has no WireGuard public key; set spec.publicKey to the output of `wg pubkey` on the peer")
 			continue

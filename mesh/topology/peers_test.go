@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestPeerRules(t *testing.T) {
@@ -140,7 +139,7 @@ func TestPeerConfSeedLaptop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "peerconf-seb-laptop.golden", wireguard.Render(iface, wireguard.RenderOptions{}))
+	golden.Check(t, "peerconf-seb-laptop.golden", wgconf.Render(iface, wgconf.RenderOptions{}))
 	if diff := cmp.Diff(pfxs("10.5.100.10/32"), iface.Address, netipCmp); diff != "" {
 		t.Errorf("Address (-want +got):\n%s", diff)
 	}
@@ -170,13 +169,13 @@ func TestPeerConfErrors(t *testing.T) {
 	if !errors.Is(err, ErrExcluded) || !strings.Contains(err.Error(), "spec.publicKey") {
 		t.Errorf("PeerConf(keyless) error = %v, want ErrExcluded with the reason", err)
 	}
-	if _, err := top.WireGuardConfig("nobody", wgtypes.Key{}); !errors.Is(err, ErrUnknownNode) {
+	if _, err := top.WireGuardConfig("nobody", wgconf.SecretKey{}); !errors.Is(err, ErrUnknownNode) {
 		t.Errorf("WireGuardConfig(nobody) error = %v, want ErrUnknownNode", err)
 	}
 	if c := top.NodeConf("nobody"); len(c.Peers) != 0 || len(c.Address) != 0 {
 		t.Errorf("NodeConf(nobody) = %+v, want empty", c)
 	}
-	if p := top.AsPeer("nobody"); p.PublicKey != (wgtypes.Key{}) {
+	if p := top.AsPeer("nobody"); p.PublicKey != (wgconf.Key{}) {
 		t.Errorf("AsPeer(nobody) = %+v, want zero", p)
 	}
 }
@@ -190,7 +189,7 @@ func TestRoamingPeerAndNATSegmentUseTheGateway(t *testing.T) {
 	if gw.Name != "aws-euwest3" {
 		t.Fatalf("gateway segment %s, want aws-euwest3 (first public one)", gw.Name)
 	}
-	c, err := top.WireGuardConfig("dc-1", testKey("private"))
+	c, err := top.WireGuardConfig("dc-1", wgconf.SecretKey(testKey("private")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,13 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-
-	"github.com/kilofed/kilofed/mesh/route"
 )
 
 // Routes returns every route and policy rule node's kernel needs for the
 // mesh, sorted by destination then table (rules by source, destination,
 // table). They are empty for an unknown or excluded node. See the package
 // documentation for the rules that produce them.
-func (t *Topology) Routes(node string) ([]route.Route, []route.Rule) {
+func (t *Topology) Routes(node string) ([]Route, []Rule) {
 	p := t.plan(node)
 	return p.routes, p.rules
 }
@@ -30,8 +28,8 @@ type plan struct {
 	t       *Topology
 	m       *member
 	own     []netip.Addr // addresses of the node itself
-	routes  []route.Route
-	rules   []route.Rule
+	routes  []Route
+	rules   []Rule
 	remotes []netip.Addr
 }
 
@@ -73,7 +71,7 @@ func (t *Topology) plan(node string) plan {
 			if wgIP := own.WireGuardIP.Addr(); i >= npeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
 				src = wgIP
 			}
-			p.add(route.Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: src})
+			p.add(Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: src})
 		} else {
 			p.via(leader, dst)
 		}
@@ -109,7 +107,7 @@ func containsAny(sorted []netip.Addr, dst netip.Prefix) bool {
 	return i < len(sorted) && dst.Contains(sorted[i])
 }
 
-func (p *plan) add(r route.Route) { p.routes = append(p.routes, r) }
+func (p *plan) add(r Route) { p.routes = append(p.routes, r) }
 
 // via routes dst through the internal IP of next (of dst's family):
 // through the tunnel link when encapsulation applies, natively otherwise.
@@ -127,13 +125,13 @@ func (p *plan) via(next *member, dst netip.Prefix) {
 		if !ok {
 			return
 		}
-		p.add(route.Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), OnLink: onLink})
+		p.add(Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), OnLink: onLink})
 		p.remotes = append(p.remotes, remote)
 		return
 	}
 	dev := p.t.opts.Links.Underlay
 	onLink := dev != "" && !(self.IsValid() && self.Masked().Contains(gw))
-	p.add(route.Route{Dst: dst, Gw: gw, Dev: dev, OnLink: onLink})
+	p.add(Route{Dst: dst, Gw: gw, Dev: dev, OnLink: onLink})
 }
 
 // encapsulateHostTraffic sends what local pods address to mate's internal
@@ -153,13 +151,13 @@ func (p *plan) encapsulateHostTraffic(mate *member) {
 		var added bool
 		for _, pod := range p.m.PodCIDRs {
 			if pod.Addr().Is4() == family.Is4() {
-				p.rules = append(p.rules, route.Rule{Src: pod, Dst: dst, Table: p.t.opts.Table})
+				p.rules = append(p.rules, Rule{Src: pod, Dst: dst, Table: p.t.opts.Table})
 				added = true
 			}
 		}
 		tgw, onLink, ok := p.t.opts.tunnelNextHop(dst, remote)
 		if added && ok {
-			p.add(route.Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), Table: p.t.opts.Table, OnLink: onLink})
+			p.add(Route{Dst: dst, Gw: tgw, Dev: p.t.opts.Links.Tunnel, Src: self.Addr(), Table: p.t.opts.Table, OnLink: onLink})
 			p.remotes = append(p.remotes, remote)
 		}
 	}
@@ -199,11 +197,11 @@ func (t *Topology) encapsulate(a, b *member) bool {
 
 // finish sorts and deduplicates what plan collected.
 func (p *plan) finish() {
-	slices.SortStableFunc(p.routes, func(a, b route.Route) int {
+	slices.SortStableFunc(p.routes, func(a, b Route) int {
 		return cmp.Or(a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table))
 	})
-	p.routes = slices.CompactFunc(p.routes, func(a, b route.Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
-	slices.SortFunc(p.rules, func(a, b route.Rule) int {
+	p.routes = slices.CompactFunc(p.routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
+	slices.SortFunc(p.rules, func(a, b Rule) int {
 		return cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Priority, b.Priority))
 	})
 	p.rules = slices.Compact(p.rules)

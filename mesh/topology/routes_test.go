@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/kilofed/kilofed/mesh/route"
 )
 
 func TestRoutes(t *testing.T) {
@@ -139,7 +137,7 @@ func TestRoutes(t *testing.T) {
 			if diff := cmp.Diff(tc.rules, got); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
-			if !slices.IsSortedFunc(routes, func(a, b route.Route) int { return a.Dst.Compare(b.Dst) }) {
+			if !slices.IsSortedFunc(routes, func(a, b Route) int { return a.Dst.Compare(b.Dst) }) {
 				t.Errorf("routes are not sorted by destination")
 			}
 		})

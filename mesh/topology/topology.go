@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Sentinel errors of the Topology methods.
@@ -80,7 +80,7 @@ type Segment struct {
 func (s Segment) LeaderNode() Node { return s.Nodes[s.Leader] }
 
 // Key returns the leader's WireGuard public key.
-func (s Segment) Key() wgtypes.Key { return s.Nodes[s.Leader].Key }
+func (s Segment) Key() wgconf.Key { return s.Nodes[s.Leader].Key }
 
 // Endpoint returns where the rest of the mesh reaches the segment: the
 // leader's endpoint, with its port filled in.

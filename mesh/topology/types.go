@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Granularity says which nodes get WireGuard tunnels between them.
@@ -55,7 +55,7 @@ type Node struct {
 	// empty means the node is alone in a location of its own.
 	Location string
 	// Key is the node's WireGuard public key; the zero key means unknown.
-	Key wgtypes.Key
+	Key wgconf.Key
 	// Endpoint is where other locations reach this node's WireGuard port:
 	// force-endpoint if set, else the external IP, else the internal IP.
 	Endpoint *Endpoint
@@ -93,9 +93,9 @@ type Peer struct {
 	// AllowedIPs are the ranges routed to this peer.
 	AllowedIPs []netip.Prefix
 	// PublicKey is the peer's WireGuard public key.
-	PublicKey wgtypes.Key
+	PublicKey wgconf.Key
 	// PresharedKey is an optional extra symmetric key.
-	PresharedKey *wgtypes.Key
+	PresharedKey *wgconf.SecretKey
 	// Created is when the Peer object was created; when two Peers claim
 	// the same range, the older one keeps it.
 	Created time.Time

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
-	"github.com/kilofed/kilofed/mesh/wireguard"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Addresses returns the addresses of node's WireGuard interface: its
@@ -27,12 +25,12 @@ func (t *Topology) Addresses(node string) []netip.Prefix {
 // Peer, sorted by public key. A node that does not lead its segment
 // (LocationGranularity) has no peers. The error matches ErrUnknownNode or
 // ErrExcluded.
-func (t *Topology) WireGuardConfig(node string, privateKey wgtypes.Key) (wireguard.Config, error) {
+func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wgconf.Config, error) {
 	m, err := t.lookupNode(node)
 	if err != nil {
-		return wireguard.Config{}, err
+		return wgconf.Config{}, err
 	}
-	c := wireguard.Config{PrivateKey: privateKey, ListenPort: int(t.opts.Port)}
+	c := wgconf.Config{PrivateKey: privateKey, ListenPort: int(t.opts.Port)}
 	if !t.IsLeader(node) {
 		return c, nil
 	}
@@ -65,22 +63,22 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgtypes.Key) (wiregua
 // NodeConf returns node's WireGuard interface as `kilofed showconf node`
 // prints it: addresses, listen port and peers, without the private key.
 // It is empty for an unknown or excluded node.
-func (t *Topology) NodeConf(node string) wireguard.Interface {
-	c, err := t.WireGuardConfig(node, wgtypes.Key{})
+func (t *Topology) NodeConf(node string) wgconf.Interface {
+	c, err := t.WireGuardConfig(node, wgconf.SecretKey{})
 	if err != nil {
-		return wireguard.Interface{}
+		return wgconf.Interface{}
 	}
-	return wireguard.Interface{Config: c, Address: t.Addresses(node)}
+	return wgconf.Interface{Config: c, Address: t.Addresses(node)}
 }
 
 // AsPeer returns node's segment as a peer of some other WireGuard
 // interface (`showconf node NAME --as-peer`): the leader's key and
 // endpoint, the segment's allowed IPs and keepalive. It is the zero value
 // for an unknown or excluded node.
-func (t *Topology) AsPeer(node string) wireguard.PeerConfig {
+func (t *Topology) AsPeer(node string) wgconf.Peer {
 	s, ok := t.Segment(node)
 	if !ok {
-		return wireguard.PeerConfig{}
+		return wgconf.Peer{}
 	}
 	return segmentPeer(s, s.PersistentKeepalive())
 }
@@ -95,16 +93,16 @@ func (t *Topology) AsPeer(node string) wireguard.PeerConfig {
 // them: a Peer needs no configuration on the others. So are the ranges of
 // the segments the peer cannot reach directly (see relays). The error
 // matches ErrUnknownPeer or ErrExcluded.
-func (t *Topology) PeerConf(peer string) (wireguard.Interface, error) {
+func (t *Topology) PeerConf(peer string) (wgconf.Interface, error) {
 	i, ok := t.peerIdx[peer]
 	if !ok {
 		if reason, ok := t.excluded[KindPeer+":"+peer]; ok {
-			return wireguard.Interface{}, &nameError{kind: KindPeer, name: peer, reason: reason, err: ErrExcluded}
+			return wgconf.Interface{}, &nameError{kind: KindPeer, name: peer, reason: reason, err: ErrExcluded}
 		}
-		return wireguard.Interface{}, &nameError{kind: KindPeer, name: peer, err: ErrUnknownPeer}
+		return wgconf.Interface{}, &nameError{kind: KindPeer, name: peer, err: ErrUnknownPeer}
 	}
 	p := t.Peers[i]
-	var iface wireguard.Interface
+	var iface wgconf.Interface
 	for _, a := range p.AllowedIPs {
 		if a.IsSingleIP() {
 			iface.Address = append(iface.Address, a)
@@ -194,7 +192,7 @@ func (t *Topology) relayedPeers(s *Segment) (int, []Peer) {
 // key belongs to a segment whose leader has no public endpoint (its
 // configured endpoint is an internal IP that NAT hides) or to a Peer
 // without endpoint (a roaming client).
-func (t *Topology) PreferLearntEndpoint(key wgtypes.Key) bool {
+func (t *Topology) PreferLearntEndpoint(key wgconf.Key) bool {
 	for i := range t.Segments {
 		if t.Segments[i].Key() == key {
 			return !t.Segments[i].public
@@ -208,9 +206,9 @@ func (t *Topology) PreferLearntEndpoint(key wgtypes.Key) bool {
 	return false
 }
 
-func segmentPeer(s *Segment, keepalive time.Duration) wireguard.PeerConfig {
+func segmentPeer(s *Segment, keepalive time.Duration) wgconf.Peer {
 	e := s.Endpoint()
-	return wireguard.PeerConfig{
+	return wgconf.Peer{
 		Name:                s.Name,
 		PublicKey:           s.Key(),
 		Endpoint:            netip.AddrPortFrom(e.Addr.Addr(), e.Port),
@@ -220,8 +218,8 @@ func segmentPeer(s *Segment, keepalive time.Duration) wireguard.PeerConfig {
 	}
 }
 
-func peerPeer(p Peer, keepalive time.Duration) wireguard.PeerConfig {
-	pc := wireguard.PeerConfig{
+func peerPeer(p Peer, keepalive time.Duration) wgconf.Peer {
+	pc := wgconf.Peer{
 		Name:                p.Name,
 		PublicKey:           p.PublicKey,
 		PresharedKey:        copyKey(p.PresharedKey),
@@ -235,11 +233,11 @@ func peerPeer(p Peer, keepalive time.Duration) wireguard.PeerConfig {
 	return pc
 }
 
-func sortPeers(ps []wireguard.PeerConfig) {
-	slices.SortFunc(ps, func(a, b wireguard.PeerConfig) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
+func sortPeers(ps []wgconf.Peer) {
+	slices.SortFunc(ps, func(a, b wgconf.Peer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
 }
 
-func copyKey(k *wgtypes.Key) *wgtypes.Key {
+func copyKey(k *wgconf.SecretKey) *wgconf.SecretKey {
 	if k == nil {
 		return nil
 	}

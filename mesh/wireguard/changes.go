@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // changes returns the wgctrl configuration that turns the device cur into
@@ -16,10 +18,10 @@ import (
 // with only their changed fields; unchanged peers are not mentioned. An
 // invalid desired endpoint, a zero private key and a zero listen port leave
 // the device's values alone.
-func changes(desired Config, cur *wgtypes.Device) (wgtypes.Config, bool) {
+func changes(desired wgconf.Config, cur *wgtypes.Device) (wgtypes.Config, bool) {
 	var cfg wgtypes.Config
-	if desired.PrivateKey != (wgtypes.Key{}) && desired.PrivateKey != cur.PrivateKey {
-		k := desired.PrivateKey
+	if !desired.PrivateKey.IsZero() && wgtypes.Key(desired.PrivateKey) != cur.PrivateKey {
+		k := wgtypes.Key(desired.PrivateKey)
 		cfg.PrivateKey = &k
 	}
 	if desired.ListenPort != 0 && desired.ListenPort != cur.ListenPort {
@@ -32,8 +34,8 @@ func changes(desired Config, cur *wgtypes.Device) (wgtypes.Config, bool) {
 	}
 	want := make(map[wgtypes.Key]bool, len(desired.Peers))
 	for _, p := range desired.Peers {
-		want[p.PublicKey] = true
-		l, ok := live[p.PublicKey]
+		want[wgtypes.Key(p.PublicKey)] = true
+		l, ok := live[wgtypes.Key(p.PublicKey)]
 		if !ok {
 			cfg.Peers = append(cfg.Peers, newPeer(p))
 			continue
@@ -51,14 +53,14 @@ func changes(desired Config, cur *wgtypes.Device) (wgtypes.Config, bool) {
 	return cfg, cfg.PrivateKey != nil || cfg.ListenPort != nil || len(cfg.Peers) > 0
 }
 
-func newPeer(p PeerConfig) wgtypes.PeerConfig {
+func newPeer(p wgconf.Peer) wgtypes.PeerConfig {
 	pc := wgtypes.PeerConfig{
-		PublicKey:         p.PublicKey,
+		PublicKey:         wgtypes.Key(p.PublicKey),
 		ReplaceAllowedIPs: true,
 		AllowedIPs:        ipNetsFromPrefixes(canonicalPrefixes(p.AllowedIPs)),
 	}
 	if p.PresharedKey != nil {
-		k := *p.PresharedKey
+		k := wgtypes.Key(*p.PresharedKey)
 		pc.PresharedKey = &k
 	}
 	if p.Endpoint.IsValid() {
@@ -70,12 +72,12 @@ func newPeer(p PeerConfig) wgtypes.PeerConfig {
 	return pc
 }
 
-func updatePeer(p PeerConfig, l *wgtypes.Peer) (wgtypes.PeerConfig, bool) {
-	pc := wgtypes.PeerConfig{PublicKey: p.PublicKey, UpdateOnly: true}
+func updatePeer(p wgconf.Peer, l *wgtypes.Peer) (wgtypes.PeerConfig, bool) {
+	pc := wgtypes.PeerConfig{PublicKey: wgtypes.Key(p.PublicKey), UpdateOnly: true}
 	changed := false
 	var psk wgtypes.Key
 	if p.PresharedKey != nil {
-		psk = *p.PresharedKey
+		psk = wgtypes.Key(*p.PresharedKey)
 	}
 	if psk != l.PresharedKey {
 		pc.PresharedKey = &psk
@@ -99,7 +101,7 @@ func updatePeer(p PeerConfig, l *wgtypes.Peer) (wgtypes.PeerConfig, bool) {
 }
 
 // keepalive rounds to whole seconds, WireGuard's resolution.
-func keepalive(p PeerConfig) time.Duration {
+func keepalive(p wgconf.Peer) time.Duration {
 	return p.PersistentKeepalive.Round(time.Second)
 }
 

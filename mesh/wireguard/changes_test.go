@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestChanges(t *testing.T) {
@@ -22,21 +24,21 @@ func TestChanges(t *testing.T) {
 		return ipNetsFromPrefixes(pfx(ss...))
 	}
 	udp := func(s string) *net.UDPAddr { return net.UDPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
-	psk := key(5)
-	priv := key(7)
+	psk := secret(5)
+	priv := secret(7)
 	// The live device: peers 1 and 2 configured, priv as key, port 51820.
 	live := func() *wgtypes.Device {
 		return &wgtypes.Device{
-			Name: "kilo0", PrivateKey: priv, PublicKey: priv.PublicKey(), ListenPort: 51820,
+			Name: "kilo0", PrivateKey: wgtypes.Key(priv), PublicKey: wgtypes.Key(priv.PublicKey()), ListenPort: 51820,
 			Peers: []wgtypes.Peer{
-				{PublicKey: key(1), Endpoint: udp("198.51.100.1:51820"), AllowedIPs: ipnets("10.4.0.1/32", "10.1.0.0/24"),
+				{PublicKey: wgkey(1), Endpoint: udp("198.51.100.1:51820"), AllowedIPs: ipnets("10.4.0.1/32", "10.1.0.0/24"),
 					PersistentKeepaliveInterval: 25 * time.Second},
-				{PublicKey: key(2), Endpoint: udp("[::ffff:198.51.100.2]:51820"), AllowedIPs: ipnets("10.2.0.0/24"), PresharedKey: psk},
+				{PublicKey: wgkey(2), Endpoint: udp("[::ffff:198.51.100.2]:51820"), AllowedIPs: ipnets("10.2.0.0/24"), PresharedKey: wgtypes.Key(psk)},
 			},
 		}
 	}
-	same := func() Config {
-		return Config{PrivateKey: priv, ListenPort: 51820, Peers: []PeerConfig{
+	same := func() wgconf.Config {
+		return wgconf.Config{PrivateKey: priv, ListenPort: 51820, Peers: []wgconf.Peer{
 			{PublicKey: key(1), Endpoint: netip.MustParseAddrPort("198.51.100.1:51820"),
 				AllowedIPs: pfx("10.1.0.7/24", "10.4.0.1/32"), PersistentKeepalive: 25 * time.Second},
 			{PublicKey: key(2), Endpoint: netip.MustParseAddrPort("198.51.100.2:51820"), AllowedIPs: pfx("10.2.0.0/24"), PresharedKey: &psk},
@@ -44,25 +46,25 @@ func TestChanges(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		edit func(*Config)
+		edit func(*wgconf.Config)
 		want string
 	}{
-		{name: "same config sends nothing", edit: func(*Config) {}},
-		{name: "zero port and zero key keep the device's", edit: func(c *Config) { c.ListenPort = 0; c.PrivateKey = wgtypes.Key{} }},
-		{name: "invalid endpoint keeps the device's", edit: func(c *Config) { c.Peers[0].Endpoint = netip.AddrPort{} }},
+		{name: "same config sends nothing", edit: func(*wgconf.Config) {}},
+		{name: "zero port and zero key keep the device's", edit: func(c *wgconf.Config) { c.ListenPort = 0; c.PrivateKey = wgconf.SecretKey{} }},
+		{name: "invalid endpoint keeps the device's", edit: func(c *wgconf.Config) { c.Peers[0].Endpoint = netip.AddrPort{} }},
 		{
 			name: "new key and port",
-			edit: func(c *Config) { c.PrivateKey = key(8); c.ListenPort = 51821 },
-			want: "private-key " + short(key(8).PublicKey()) + "\nlisten-port 51821\n",
+			edit: func(c *wgconf.Config) { c.PrivateKey = secret(8); c.ListenPort = 51821 },
+			want: "private-key " + short(wgtypes.Key(secret(8).PublicKey())) + "\nlisten-port 51821\n",
 		},
 		{
 			name: "one peer's allowed IPs change, the other untouched",
-			edit: func(c *Config) { c.Peers[1].AllowedIPs = pfx("10.2.0.0/24", "10.22.0.0/16") },
+			edit: func(c *wgconf.Config) { c.Peers[1].AllowedIPs = pfx("10.2.0.0/24", "10.22.0.0/16") },
 			want: "update peer AgICAgIC allowed-ips [10.2.0.0/24 10.22.0.0/16]\n",
 		},
 		{
 			name: "endpoint, keepalive and preshared key change",
-			edit: func(c *Config) {
+			edit: func(c *wgconf.Config) {
 				c.Peers[0].Endpoint = netip.MustParseAddrPort("203.0.113.1:4000")
 				c.Peers[0].PersistentKeepalive = 10 * time.Second
 				c.Peers[1].PresharedKey = nil
@@ -71,19 +73,19 @@ func TestChanges(t *testing.T) {
 		},
 		{
 			name: "peer added and peer removed",
-			edit: func(c *Config) {
-				c.Peers[1] = PeerConfig{PublicKey: key(3), AllowedIPs: pfx("10.3.0.0/24", "fd03::/64"), PersistentKeepalive: 25 * time.Second}
+			edit: func(c *wgconf.Config) {
+				c.Peers[1] = wgconf.Peer{PublicKey: key(3), AllowedIPs: pfx("10.3.0.0/24", "fd03::/64"), PersistentKeepalive: 25 * time.Second}
 			},
 			want: "remove peer AgICAgIC\nadd peer AwMDAwMD keepalive 25s allowed-ips [10.3.0.0/24 fd03::/64]\n",
 		},
 		{
 			name: "all peers removed",
-			edit: func(c *Config) { c.Peers = nil },
+			edit: func(c *wgconf.Config) { c.Peers = nil },
 			want: "remove peer AQEBAQEB\nremove peer AgICAgIC\n",
 		},
 		{
 			name: "range moves between peers",
-			edit: func(c *Config) {
+			edit: func(c *wgconf.Config) {
 				c.Peers[0].AllowedIPs = pfx("10.4.0.1/32")
 				c.Peers[1].AllowedIPs = pfx("10.1.0.0/24", "10.2.0.0/24")
 			},
@@ -112,25 +114,25 @@ func TestChanges(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	priv := key(7)
+	priv := secret(7)
 	p := netip.MustParsePrefix
 	tests := []struct {
 		name    string
-		cfg     Config
+		cfg     wgconf.Config
 		wantErr bool
 	}{
-		{name: "ok", cfg: Config{PrivateKey: priv, Peers: []PeerConfig{
+		{name: "ok", cfg: wgconf.Config{PrivateKey: priv, Peers: []wgconf.Peer{
 			{PublicKey: key(1), AllowedIPs: []netip.Prefix{p("10.1.0.0/24")}},
 			{PublicKey: key(2), AllowedIPs: []netip.Prefix{p("10.1.0.0/25")}},
 		}}},
-		{name: "duplicate peer", wantErr: true, cfg: Config{PrivateKey: priv, Peers: []PeerConfig{{PublicKey: key(1)}, {PublicKey: key(1)}}}},
-		{name: "own key as peer", wantErr: true, cfg: Config{PrivateKey: priv, Peers: []PeerConfig{{PublicKey: priv.PublicKey()}}}},
-		{name: "range claimed twice", wantErr: true, cfg: Config{PrivateKey: priv, Peers: []PeerConfig{
+		{name: "duplicate peer", wantErr: true, cfg: wgconf.Config{PrivateKey: priv, Peers: []wgconf.Peer{{PublicKey: key(1)}, {PublicKey: key(1)}}}},
+		{name: "own key as peer", wantErr: true, cfg: wgconf.Config{PrivateKey: priv, Peers: []wgconf.Peer{{PublicKey: priv.PublicKey()}}}},
+		{name: "range claimed twice", wantErr: true, cfg: wgconf.Config{PrivateKey: priv, Peers: []wgconf.Peer{
 			{PublicKey: key(1), AllowedIPs: []netip.Prefix{p("10.1.0.0/24")}},
 			{PublicKey: key(2), AllowedIPs: []netip.Prefix{p("10.1.0.9/24")}},
 		}}},
-		{name: "invalid range", wantErr: true, cfg: Config{PrivateKey: priv, Peers: []PeerConfig{{PublicKey: key(1), AllowedIPs: []netip.Prefix{{}}}}}},
-		{name: "port out of range", wantErr: true, cfg: Config{PrivateKey: priv, ListenPort: 70000}},
+		{name: "invalid range", wantErr: true, cfg: wgconf.Config{PrivateKey: priv, Peers: []wgconf.Peer{{PublicKey: key(1), AllowedIPs: []netip.Prefix{{}}}}}},
+		{name: "port out of range", wantErr: true, cfg: wgconf.Config{PrivateKey: priv, ListenPort: 70000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Device is one WireGuard interface, kernel or embedded wireguard-go,
@@ -17,7 +19,7 @@ type Device interface {
 	// in place, and unchanged peers left alone so their sessions survive.
 	// Endpoints learnt from recent handshakes are kept (see MergeLearned).
 	// It is safe to call again with the same cfg.
-	Set(ctx context.Context, cfg Config) error
+	Set(ctx context.Context, cfg wgconf.Config) error
 	// Show returns the live state of the interface and its peers.
 	Show(ctx context.Context) (State, error)
 	// Close releases the device. An embedded wireguard-go device is shut
@@ -71,7 +73,7 @@ var (
 	// ErrLinkBusy is returned when the interface name is taken by a link
 	// that Open cannot adopt.
 	ErrLinkBusy = errors.New("interface name in use")
-	// ErrInvalidConfig is returned by Set for a Config it cannot apply.
+	// ErrInvalidConfig is returned by Set for a wgconf.Config it cannot apply.
 	ErrInvalidConfig = errors.New("invalid WireGuard configuration")
 	// ErrClosed is returned by the methods of a closed Device.
 	ErrClosed = errors.New("WireGuard device closed")
@@ -106,9 +108,9 @@ func (m *Mode) Set(s string) error {
 func (m *Mode) Type() string { return "auto|kernel|userspace" }
 
 // validate checks what the device cannot apply.
-func validate(cfg Config) error {
+func validate(cfg wgconf.Config) error {
 	seen := make(map[[32]byte]bool, len(cfg.Peers))
-	owner := make(map[netip.Prefix]PeerConfig)
+	owner := make(map[netip.Prefix]wgconf.Peer)
 	pub := cfg.PrivateKey.PublicKey()
 	for _, p := range cfg.Peers {
 		if seen[p.PublicKey] {

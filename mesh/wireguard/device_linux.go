@@ -13,6 +13,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 
 	"github.com/kilofed/kilofed/mesh/link"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Open creates or adopts the WireGuard interface opts.Name and returns a
@@ -91,7 +93,7 @@ type wgDevice struct {
 	closed bool
 }
 
-func (d *wgDevice) Set(ctx context.Context, cfg Config) error {
+func (d *wgDevice) Set(ctx context.Context, cfg wgconf.Config) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/link"
 	"github.com/kilofed/kilofed/mesh/link/linktest"
 	"github.com/kilofed/kilofed/mesh/wireguard"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // requireTUN stops the test unless /dev/net/tun exists.
@@ -34,7 +34,7 @@ func requireTUN(t *testing.T) {
 // node is one end of the test tunnel: a namespace with an embedded device.
 type node struct {
 	ns, name string
-	key      wgtypes.Key
+	key      wgconf.SecretKey
 	dev      wireguard.Device
 }
 
@@ -42,7 +42,7 @@ func newNode(t *testing.T, ns, tunnelAddr string, mode wireguard.Mode) *node {
 	t.Helper()
 	n := &node{ns: ns, name: linktest.Name(t, "wg")}
 	var err error
-	if n.key, err = wgtypes.GeneratePrivateKey(); err != nil {
+	if n.key, err = wgconf.GeneratePrivateKey(); err != nil {
 		t.Fatal(err)
 	}
 	n.dev, err = wireguard.Open(context.Background(), wireguard.OpenOptions{
@@ -65,7 +65,7 @@ func newNode(t *testing.T, ns, tunnelAddr string, mode wireguard.Mode) *node {
 	return n
 }
 
-func (n *node) set(t *testing.T, cfg wireguard.Config) {
+func (n *node) set(t *testing.T, cfg wgconf.Config) {
 	t.Helper()
 	cfg.PrivateKey = n.key
 	if err := n.dev.Set(context.Background(), cfg); err != nil {
@@ -73,7 +73,7 @@ func (n *node) set(t *testing.T, cfg wireguard.Config) {
 	}
 }
 
-func (n *node) peer(t *testing.T, key wgtypes.Key) wireguard.PeerState {
+func (n *node) peer(t *testing.T, key wgconf.Key) wireguard.PeerState {
 	t.Helper()
 	s, err := n.dev.Show(context.Background())
 	if err != nil {
@@ -114,13 +114,13 @@ func TestPrivilegedUserspaceTunnelCarriesPing(t *testing.T) {
 	}
 	// c is a peer that never answers: it only shows that peers are
 	// updated independently.
-	c, _ := wgtypes.GeneratePrivateKey()
-	cfgA := wireguard.Config{ListenPort: 51820, Peers: []wireguard.PeerConfig{
+	c, _ := wgconf.GeneratePrivateKey()
+	cfgA := wgconf.Config{ListenPort: 51820, Peers: []wgconf.Peer{
 		{PublicKey: b.key.PublicKey(), Endpoint: netip.MustParseAddrPort("10.99.0.2:51820"), AllowedIPs: p("10.98.0.2/32")},
 		{PublicKey: c.PublicKey(), AllowedIPs: p("10.97.3.0/24")},
 	}}
 	a.set(t, cfgA)
-	b.set(t, wireguard.Config{ListenPort: 51820, Peers: []wireguard.PeerConfig{
+	b.set(t, wgconf.Config{ListenPort: 51820, Peers: []wgconf.Peer{
 		{PublicKey: a.key.PublicKey(), Endpoint: netip.MustParseAddrPort("10.99.0.1:51820"), AllowedIPs: p("10.98.0.1/32")},
 	}})
 

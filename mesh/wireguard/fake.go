@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // Fake is an in-memory Device for tests of code that drives a Device. It
@@ -37,7 +39,7 @@ func NewFake(name string, now func() time.Time) *Fake {
 // Set applies cfg to the in-memory device and records the changes, as
 // "set NAME" followed by one indented line per change; a Set without
 // changes records nothing.
-func (f *Fake) Set(ctx context.Context, cfg Config) error {
+func (f *Fake) Set(ctx context.Context, cfg wgconf.Config) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -95,7 +97,7 @@ func (f *Fake) Observe(p PeerState) bool {
 	defer f.mu.Unlock()
 	for i := range f.dev.Peers {
 		l := &f.dev.Peers[i]
-		if l.PublicKey != p.PublicKey {
+		if wgconf.Key(l.PublicKey) != p.PublicKey {
 			continue
 		}
 		l.Endpoint = nil

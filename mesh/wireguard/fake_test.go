@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // TestFakeRecordsChanges drives a Fake through a short agent life and
@@ -15,7 +17,7 @@ func TestFakeRecordsChanges(t *testing.T) {
 	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	f := NewFake("kilo0", func() time.Time { return now })
 	p := netip.MustParsePrefix
-	cfg := Config{PrivateKey: key(7), ListenPort: 51820, Peers: []PeerConfig{
+	cfg := wgconf.Config{PrivateKey: secret(7), ListenPort: 51820, Peers: []wgconf.Peer{
 		{PublicKey: key(1), Endpoint: netip.MustParseAddrPort("198.51.100.1:51820"), AllowedIPs: []netip.Prefix{p("10.1.0.0/24")}},
 		{PublicKey: key(2), AllowedIPs: []netip.Prefix{p("10.2.0.0/24")}, PersistentKeepalive: 25 * time.Second},
 	}}

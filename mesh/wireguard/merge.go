@@ -3,6 +3,8 @@ package wireguard
 import (
 	"slices"
 	"time"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // LearnedEndpointTTL is how long after its latest handshake a peer's
@@ -15,7 +17,7 @@ const LearnedEndpointTTL = 3 * time.Minute
 // an endpoint other than the desired one keeps that learnt endpoint, since
 // the peer roamed or sits behind NAT. A replaced endpoint loses its
 // EndpointDNS. desired is not modified.
-func MergeLearned(desired Config, live State, now time.Time) Config {
+func MergeLearned(desired wgconf.Config, live State, now time.Time) wgconf.Config {
 	out := desired
 	out.Peers = slices.Clone(desired.Peers)
 	for i := range out.Peers {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestMergeLearned(t *testing.T) {
@@ -15,74 +17,74 @@ func TestMergeLearned(t *testing.T) {
 	learnt := ap("203.0.113.9:40001")
 	tests := []struct {
 		name    string
-		desired PeerConfig
+		desired wgconf.Peer
 		live    *PeerState
 		want    netip.AddrPort
 		wantDNS string
 	}{
 		{
 			name:    "new peer keeps desired endpoint",
-			desired: PeerConfig{Endpoint: configured, EndpointDNS: "a.example"},
+			desired: wgconf.Peer{Endpoint: configured, EndpointDNS: "a.example"},
 			want:    configured, wantDNS: "a.example",
 		},
 		{
 			name:    "new roaming peer stays without endpoint",
-			desired: PeerConfig{},
+			desired: wgconf.Peer{},
 		},
 		{
 			name:    "invalid desired keeps live endpoint",
-			desired: PeerConfig{},
+			desired: wgconf.Peer{},
 			live:    &PeerState{Endpoint: learnt},
 			want:    learnt,
 		},
 		{
 			name:    "unresolved DNS keeps live endpoint and drops the name",
-			desired: PeerConfig{EndpointDNS: "a.example"},
+			desired: wgconf.Peer{EndpointDNS: "a.example"},
 			live:    &PeerState{Endpoint: learnt, LastHandshake: now.Add(-time.Hour)},
 			want:    learnt,
 		},
 		{
 			name:    "recent handshake from another endpoint wins (NAT)",
-			desired: PeerConfig{Endpoint: configured, EndpointDNS: "a.example"},
+			desired: wgconf.Peer{Endpoint: configured, EndpointDNS: "a.example"},
 			live:    &PeerState{Endpoint: learnt, LastHandshake: now.Add(-time.Minute)},
 			want:    learnt,
 		},
 		{
 			name:    "stale handshake: desired endpoint wins",
-			desired: PeerConfig{Endpoint: configured},
+			desired: wgconf.Peer{Endpoint: configured},
 			live:    &PeerState{Endpoint: learnt, LastHandshake: now.Add(-LearnedEndpointTTL)},
 			want:    configured,
 		},
 		{
 			name:    "never a handshake: desired endpoint wins",
-			desired: PeerConfig{Endpoint: configured},
+			desired: wgconf.Peer{Endpoint: configured},
 			live:    &PeerState{Endpoint: learnt},
 			want:    configured,
 		},
 		{
 			name:    "same endpoint unchanged",
-			desired: PeerConfig{Endpoint: configured, EndpointDNS: "a.example"},
+			desired: wgconf.Peer{Endpoint: configured, EndpointDNS: "a.example"},
 			live:    &PeerState{Endpoint: configured, LastHandshake: now.Add(-time.Second)},
 			want:    configured, wantDNS: "a.example",
 		},
 		{
 			name:    "IPv4-mapped desired equals live",
-			desired: PeerConfig{Endpoint: ap("[::ffff:198.51.100.7]:51820"), EndpointDNS: "a.example"},
+			desired: wgconf.Peer{Endpoint: ap("[::ffff:198.51.100.7]:51820"), EndpointDNS: "a.example"},
 			live:    &PeerState{Endpoint: configured, LastHandshake: now.Add(-time.Second)},
 			want:    ap("[::ffff:198.51.100.7]:51820"), wantDNS: "a.example",
 		},
 		{
 			name:    "live peer without endpoint: desired wins",
-			desired: PeerConfig{Endpoint: configured},
+			desired: wgconf.Peer{Endpoint: configured},
 			live:    &PeerState{LastHandshake: now.Add(-time.Second)},
 			want:    configured,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			other := PeerConfig{PublicKey: key(9), Endpoint: ap("198.51.100.99:51820")}
+			other := wgconf.Peer{PublicKey: key(9), Endpoint: ap("198.51.100.99:51820")}
 			tt.desired.PublicKey = key(1)
-			desired := Config{PrivateKey: key(7), Peers: []PeerConfig{tt.desired, other}}
+			desired := wgconf.Config{PrivateKey: secret(7), Peers: []wgconf.Peer{tt.desired, other}}
 			var live State
 			if tt.live != nil {
 				tt.live.PublicKey = key(1)
@@ -104,7 +106,7 @@ func TestMergeLearned(t *testing.T) {
 
 var cmpConfig = cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })
 
-func cloneConfig(c Config) Config {
-	c.Peers = append([]PeerConfig(nil), c.Peers...)
+func cloneConfig(c wgconf.Config) wgconf.Config {
+	c.Peers = append([]wgconf.Peer(nil), c.Peers...)
 	return c
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // State is the live state of a WireGuard interface, as wgctrl reports it.
@@ -16,7 +18,7 @@ type State struct {
 	// Type is the implementation: "Linux kernel" or "userspace".
 	Type string
 	// PublicKey is the interface's public key.
-	PublicKey wgtypes.Key
+	PublicKey wgconf.Key
 	// ListenPort is the UDP port the interface listens on.
 	ListenPort int
 	// Peers are the configured peers, sorted by public key.
@@ -26,7 +28,7 @@ type State struct {
 // PeerState is the live state of one peer, with what metrics export.
 type PeerState struct {
 	// PublicKey identifies the peer.
-	PublicKey wgtypes.Key
+	PublicKey wgconf.Key
 	// Endpoint is the peer's current address, configured or learnt from
 	// its packets; invalid when unknown.
 	Endpoint netip.AddrPort
@@ -44,9 +46,9 @@ type PeerState struct {
 }
 
 // Peer returns the state of the peer with the given public key.
-func (s State) Peer(key wgtypes.Key) (PeerState, bool) {
-	i, ok := slices.BinarySearchFunc(s.Peers, key, func(p PeerState, k wgtypes.Key) int {
-		return compareKeys(p.PublicKey, k)
+func (s State) Peer(key wgconf.Key) (PeerState, bool) {
+	i, ok := slices.BinarySearchFunc(s.Peers, key, func(p PeerState, k wgconf.Key) int {
+		return p.PublicKey.Compare(k)
 	})
 	if !ok {
 		return PeerState{}, false
@@ -59,13 +61,13 @@ func stateFrom(d *wgtypes.Device) State {
 	s := State{
 		Name:       d.Name,
 		Type:       d.Type.String(),
-		PublicKey:  d.PublicKey,
+		PublicKey:  wgconf.Key(d.PublicKey),
 		ListenPort: d.ListenPort,
 		Peers:      make([]PeerState, 0, len(d.Peers)),
 	}
 	for _, p := range d.Peers {
 		ps := PeerState{
-			PublicKey:           p.PublicKey,
+			PublicKey:           wgconf.Key(p.PublicKey),
 			Endpoint:            addrPortFromUDP(p.Endpoint),
 			ReceiveBytes:        p.ReceiveBytes,
 			TransmitBytes:       p.TransmitBytes,
@@ -77,7 +79,7 @@ func stateFrom(d *wgtypes.Device) State {
 		}
 		s.Peers = append(s.Peers, ps)
 	}
-	slices.SortFunc(s.Peers, func(a, b PeerState) int { return compareKeys(a.PublicKey, b.PublicKey) })
+	slices.SortFunc(s.Peers, func(a, b PeerState) int { return a.PublicKey.Compare(b.PublicKey) })
 	return s
 }
 

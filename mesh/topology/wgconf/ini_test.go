@@ -1,4 +1,4 @@
-package wireguard
+package wgconf
 
 import (
 	"github.com/kilofed/kilofed/mesh/golden"
@@ -8,9 +8,9 @@ import (
 )
 
 func TestRender(t *testing.T) {
-	psk := key(5)
+	psk := SecretKey(key(5))
 	node := Interface{
-		Config: Config{PrivateKey: key(7), ListenPort: 51820, Peers: []PeerConfig{
+		Config: Config{PrivateKey: SecretKey(key(7)), ListenPort: 51820, Peers: []Peer{
 			{
 				Name: "location eu (node-a)", PublicKey: key(1),
 				Endpoint: netip.MustParseAddrPort("198.51.100.1:51820"), EndpointDNS: "gw.eu.example",
@@ -47,4 +47,13 @@ func TestRender(t *testing.T) {
 			golden.Check(t, "render_"+tt.name+".golden", Render(tt.iface, tt.opts))
 		})
 	}
+}
+
+// key returns a deterministic key filled with b, for readable tests.
+func key(b byte) Key {
+	var k Key
+	for i := range k {
+		k[i] = b
+	}
+	return k
 }
