@@ -108,7 +108,7 @@ func (fw *iptablesFirewall) syncChain(f family, c Chain) error {
 	var current []string
 	for _, l := range listed {
 		if strings.HasPrefix(l, "-A ") {
-			current = append(current, l)
+			current = append(current, canonicalLine(l))
 		}
 	}
 	byLine := make(map[string][]string, len(c.Rules))
@@ -176,7 +176,28 @@ func (fw *iptablesFirewall) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// ipipNames are the names /etc/protocols files give IP protocol 4, which
+// iptables -S prints instead of the number the rules are written with.
+var ipipNames = map[string]bool{"ipencap": true, "ipv4": true, "ip-encap": true, "ipip": true}
+
+// canonicalLine writes a listed rule's protocol as Render does.
+func canonicalLine(l string) string {
+	f := strings.Fields(l)
+	for i := 1; i < len(f); i++ {
+		if f[i-1] == "-p" && ipipNames[strings.ToLower(f[i])] {
+			f[i] = ipipProto
+			return strings.Join(f, " ")
+		}
+	}
+	return l
+}
+
 func hasIPv6(r Rules) bool {
+	for _, a := range r.Tunnel.Remotes {
+		if familyOf(a) == IPv6 {
+			return true
+		}
+	}
 	for _, f := range r.Forward {
 		if f.Range.IsValid() && familyOf(f.Range.Addr()) == IPv6 {
 			return true

@@ -23,7 +23,7 @@ func chainLines(t *testing.T, ns, cmd, table, chain string) []string {
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(l, "-A ") {
-			lines = append(lines, l)
+			lines = append(lines, canonicalLine(l))
 		}
 	}
 	return lines
@@ -57,6 +57,9 @@ func TestPrivilegedFirewall(t *testing.T) {
 			{Src: pfx("fd01:0:0:1::/64"), Except: mesh},
 		},
 		AcceptUDP: []uint16{51820},
+		// iptables -S prints protocol 4 by its /etc/protocols name: a
+		// second Set must still find nothing to change.
+		Tunnel: Tunnel{Kind: TunnelIPIP, Remotes: []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")}},
 	}
 	set := func(r Rules) int {
 		t.Helper()
@@ -121,7 +124,8 @@ func TestPrivilegedFirewall(t *testing.T) {
 	set(rules)
 	check("after chain deletion", rules)
 
-	fewer := Rules{Forward: rules.Forward[:1], AcceptUDP: []uint16{51821}}
+	fewer := Rules{Forward: rules.Forward[:1], AcceptUDP: []uint16{51821},
+		Tunnel: Tunnel{Kind: TunnelVXLAN, Port: 4789, Remotes: []netip.Addr{netip.MustParseAddr("fd00::2")}}}
 	set(fewer)
 	check("fewer rules", fewer)
 
@@ -133,5 +137,21 @@ func TestPrivilegedFirewall(t *testing.T) {
 				t.Errorf("after Close, %s -t %s -S: %v\n%s", cmd, table, err, out)
 			}
 		}
+	}
+}
+
+func TestCanonicalLineWritesProtocolFourAsRendered(t *testing.T) {
+	tests := []struct{ name, listed, want string }{
+		{name: "debian name", listed: "-A KILOFED-INPUT -s 10.0.0.2/32 -p ipencap -j ACCEPT", want: "-A KILOFED-INPUT -s 10.0.0.2/32 -p 4 -j ACCEPT"},
+		{name: "iana name", listed: "-A KILOFED-INPUT -p ipv4 -j DROP", want: "-A KILOFED-INPUT -p 4 -j DROP"},
+		{name: "number kept", listed: "-A KILOFED-INPUT -p 4 -j DROP", want: "-A KILOFED-INPUT -p 4 -j DROP"},
+		{name: "udp untouched", listed: "-A KILOFED-INPUT -p udp -m udp --dport 4789 -j DROP", want: "-A KILOFED-INPUT -p udp -m udp --dport 4789 -j DROP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := canonicalLine(tt.listed); got != tt.want {
+				t.Errorf("canonicalLine(%q) = %q, want %q", tt.listed, got, tt.want)
+			}
+		})
 	}
 }

@@ -80,6 +80,7 @@ func Render(rules Rules, fam Family) ([]Chain, error) {
 		}
 	}
 	in := Chain{Table: "filter", Name: InputChain, From: "INPUT"}
+	in.Rules = append(in.Rules, renderTunnel(rules.Tunnel, fam)...)
 	for _, p := range rules.AcceptUDP {
 		in.Rules = append(in.Rules, []string{"-p", "udp", "-m", "udp", "--dport", strconv.Itoa(int(p)), "-j", "ACCEPT"})
 	}
@@ -100,6 +101,34 @@ func Render(rules Rules, fam Family) ([]Chain, error) {
 		c.Rules = dedupe(c.Rules)
 	}
 	return []Chain{fwd, in, nat}, nil
+}
+
+// ipipProto is IP protocol 4 as rendered; iptables -S prints it by the
+// name /etc/protocols gives it, which the adapter maps back.
+const ipipProto = "4"
+
+// renderTunnel accepts tunnel packets from each remote of fam, then drops
+// the others.
+func renderTunnel(t Tunnel, fam Family) [][]string {
+	var match []string
+	switch t.Kind {
+	case TunnelIPIP:
+		match = []string{"-p", ipipProto}
+	case TunnelVXLAN:
+		match = []string{"-p", "udp", "-m", "udp", "--dport", strconv.Itoa(int(t.Port))}
+	default:
+		return nil
+	}
+	var out [][]string
+	for _, r := range t.Remotes {
+		r = r.Unmap()
+		if familyOf(r) != fam {
+			continue
+		}
+		src := netip.PrefixFrom(r, r.BitLen()).String()
+		out = append(out, append(append([]string{"-s", src}, match...), "-j", "ACCEPT"))
+	}
+	return append(out, append(slices.Clone(match), "-j", "DROP"))
 }
 
 // Format writes the chains of both families as text, for golden files.
@@ -137,6 +166,20 @@ func validate(rules Rules) error {
 	for _, p := range rules.AcceptUDP {
 		if p == 0 {
 			return fmt.Errorf("%w: UDP port 0", ErrInvalid)
+		}
+	}
+	switch t := rules.Tunnel; t.Kind {
+	case "", TunnelIPIP:
+	case TunnelVXLAN:
+		if t.Port == 0 {
+			return fmt.Errorf("%w: a VXLAN tunnel filter needs its UDP port", ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%w: tunnel kind %q (use %q or %q)", ErrInvalid, t.Kind, TunnelIPIP, TunnelVXLAN)
+	}
+	for _, r := range rules.Tunnel.Remotes {
+		if !r.IsValid() {
+			return fmt.Errorf("%w: invalid tunnel remote address", ErrInvalid)
 		}
 	}
 	return nil

@@ -30,6 +30,18 @@ func TestRenderGolden(t *testing.T) {
 			},
 			AcceptUDP: []uint16{51820},
 		}},
+		{name: "vxlan_from_location_nodes", rules: Rules{
+			AcceptUDP: []uint16{51820},
+			Tunnel: Tunnel{Kind: TunnelVXLAN, Port: 4789, Remotes: []netip.Addr{
+				netip.MustParseAddr("192.168.10.3"), netip.MustParseAddr("::ffff:192.168.10.4"), netip.MustParseAddr("fd00:10::3"),
+			}},
+		}},
+		{name: "ipip_from_location_nodes", rules: Rules{
+			Tunnel: Tunnel{Kind: TunnelIPIP, Remotes: []netip.Addr{netip.MustParseAddr("192.168.10.3")}},
+		}},
+		{name: "vxlan_alone_in_location", rules: Rules{
+			Tunnel: Tunnel{Kind: TunnelVXLAN, Port: 4789},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +63,9 @@ func TestRenderRejects(t *testing.T) {
 		{name: "masquerade without source", rules: Rules{Masquerade: []Masquerade{{Except: []netip.Prefix{pfx("10.0.0.0/8")}}}}},
 		{name: "port zero", rules: Rules{AcceptUDP: []uint16{0}}},
 		{name: "link with a space", rules: Rules{Forward: []Forward{{Link: "kilo 0"}}}},
+		{name: "vxlan filter without port", rules: Rules{Tunnel: Tunnel{Kind: TunnelVXLAN}}},
+		{name: "unknown tunnel kind", rules: Rules{Tunnel: Tunnel{Kind: "gre"}}},
+		{name: "invalid tunnel remote", rules: Rules{Tunnel: Tunnel{Kind: TunnelIPIP, Remotes: []netip.Addr{{}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,33 @@ type Rules struct {
 	Masquerade []Masquerade
 	// AcceptUDP lists UDP ports accepted on input (the WireGuard port).
 	AcceptUDP []uint16
+	// Tunnel, when its Kind is set, accepts the encapsulated packets of
+	// that kind on input only from its Remotes and drops all others.
+	Tunnel Tunnel
+}
+
+// TunnelKind is an encapsulation whose packets a Tunnel filters.
+type TunnelKind string
+
+const (
+	// TunnelIPIP matches IP protocol 4 (IPIP, and IPv4 in IPv6).
+	TunnelIPIP TunnelKind = "ipip"
+	// TunnelVXLAN matches UDP to Tunnel.Port.
+	TunnelVXLAN TunnelKind = "vxlan"
+)
+
+// Tunnel filters the encapsulated packets a node receives. Their inner
+// packets enter the pod network unencrypted and from any source the outer
+// header claims, so only the nodes that tunnel to this one (its location)
+// may send them; the filter covers both address families.
+type Tunnel struct {
+	// Kind is the encapsulation; empty means no filter.
+	Kind TunnelKind
+	// Port is the UDP destination port of TunnelVXLAN.
+	Port uint16
+	// Remotes are the only sources accepted: the underlay addresses of
+	// the nodes whose tunnels end here. None drops every such packet.
+	Remotes []netip.Addr
 }
 
 // Forward accepts forwarded traffic to and from a range. With Link and
