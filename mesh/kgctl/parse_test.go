@@ -17,9 +17,7 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/k8s"
-	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
-	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 // parseINI reads a wg-quick file back into an Interface, the way wg-quick

@@ -12,10 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
-	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 // renderPlan writes a plan as the golden files hold it.
