@@ -18,6 +18,9 @@ type Encapsulator interface {
 	Set(ctx context.Context, remotes []netip.Addr) error
 	// Link is the tunnel's link name for routes; empty for KindNone.
 	Link() string
+	// Inbound says which packets the tunnel receives, so that the
+	// firewall takes them from the remotes only.
+	Inbound() Inbound
 	// Close removes what the Encapsulator created.
 	Close(ctx context.Context) error
 }
@@ -41,6 +44,14 @@ const (
 	DefaultVNI  = 1107
 	DefaultPort = 4789
 )
+
+// Inbound is what the packets a tunnel receives look like on the underlay.
+type Inbound struct {
+	// Kind is the encapsulation; KindNone receives nothing.
+	Kind Kind
+	// Port is the UDP destination port of KindVXLAN.
+	Port int
+}
 
 // Overhead returns the bytes the encapsulation adds, for package mtu.
 func (k Kind) Overhead() int {
@@ -99,4 +110,5 @@ type none struct{}
 
 func (none) Set(context.Context, []netip.Addr) error { return nil }
 func (none) Link() string                            { return "" }
+func (none) Inbound() Inbound                        { return Inbound{Kind: KindNone} }
 func (none) Close(context.Context) error             { return nil }

@@ -66,6 +66,8 @@ type ipip struct {
 
 func (t *ipip) Link() string { return IPIPLink }
 
+func (t *ipip) Inbound() Inbound { return Inbound{Kind: KindIPIP} }
+
 func (t *ipip) Set(ctx context.Context, remotes []netip.Addr) error {
 	l, err := netlink.LinkByName(IPIPLink)
 	if err != nil {

@@ -40,6 +40,14 @@ func (f *Fake) Set(ctx context.Context, remotes []netip.Addr) error {
 // Link returns the link given to NewFake.
 func (f *Fake) Link() string { return f.link }
 
+// Inbound is IPIP when the link is IPIPLink, else VXLAN on DefaultPort.
+func (f *Fake) Inbound() Inbound {
+	if f.link == IPIPLink {
+		return Inbound{Kind: KindIPIP}
+	}
+	return Inbound{Kind: KindVXLAN, Port: DefaultPort}
+}
+
 // Close records "close LINK".
 func (f *Fake) Close(ctx context.Context) error {
 	f.mu.Lock()

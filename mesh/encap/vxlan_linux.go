@@ -41,6 +41,8 @@ func newVXLAN(opts Options, log *slog.Logger) (*vxlan, error) {
 
 func (v *vxlan) Link() string { return v.opts.Name }
 
+func (v *vxlan) Inbound() Inbound { return Inbound{Kind: KindVXLAN, Port: v.opts.Port} }
+
 func (v *vxlan) Set(ctx context.Context, remotes []netip.Addr) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()

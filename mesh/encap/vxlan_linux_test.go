@@ -20,6 +20,7 @@ import (
 
 	"github.com/kilofed/kilofed/mesh/link/linktest"
 	"github.com/kilofed/kilofed/mesh/route"
+	"github.com/kilofed/kilofed/mesh/topology"
 )
 
 // countHandler counts log records: the VXLAN encapsulator logs one per
@@ -81,7 +82,7 @@ func (n *vxNode) set(t *testing.T, other *vxNode) {
 		if !ok {
 			return fmt.Errorf("no next hop to %s via %s", other.podCIDR, other.internal)
 		}
-		return n.router.Set(context.Background(), []route.Route{
+		return n.router.Set(context.Background(), []topology.Route{
 			{Dst: other.podCIDR, Gw: gw, Dev: n.enc.Link(), OnLink: onlink},
 		}, nil)
 	})
