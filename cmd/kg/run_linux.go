@@ -67,6 +67,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if self, err = applyInternalCIDRs(self, o); err != nil {
+		return err
+	}
+	if o.cni {
+		if err := updateCNIConfig(o.cniPath, self.PodCIDRs, log); err != nil {
+			log.Warn("CNI configuration not updated", "err", err)
+		}
+	}
 	addrs, err := nodeAddresses(self, log)
 	if err != nil {
 		return err
@@ -114,7 +122,7 @@ func loadConfig(o options, log *slog.Logger) (topology.Options, wgtypes.Key, err
 // newBackend connects to the cluster and, when no --service-cidr was given,
 // reads the Service ranges into topo.
 func newBackend(ctx context.Context, o options, topo *topology.Options, log *slog.Logger) (*k8s.Client, error) {
-	rc, err := restConfig(o.kubeconfig)
+	rc, err := restConfig(o.master, o.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -234,36 +242,45 @@ func wireGuardMTU(flag, underlay string) (int, error) {
 }
 
 // announcedEndpoint is the endpoint --force-external-ip asks to publish
-// (host or host:port), or "" to let the cluster's addresses decide.
-func announcedEndpoint(o options) string {
-	if o.forceExternalIP == "" {
-		return ""
+// (host or host:port), else the internal IP's with
+// --prioritise-private-addresses, else "" to let the cluster's addresses
+// decide.
+func announcedEndpoint(o options, addrs addresses) string {
+	port := strconv.Itoa(int(o.port))
+	switch {
+	case o.forceExternalIP != "":
+		if _, _, err := net.SplitHostPort(o.forceExternalIP); err == nil {
+			return o.forceExternalIP
+		}
+		return net.JoinHostPort(o.forceExternalIP, port)
+	case o.prioritisePrivate && addrs.internal.IsValid():
+		return net.JoinHostPort(addrs.internal.Addr().String(), port)
+	case o.prioritisePrivate && addrs.internal6.IsValid():
+		return net.JoinHostPort(addrs.internal6.Addr().String(), port)
 	}
-	if _, _, err := net.SplitHostPort(o.forceExternalIP); err == nil {
-		return o.forceExternalIP
-	}
-	return net.JoinHostPort(o.forceExternalIP, strconv.Itoa(int(o.port)))
+	return ""
 }
 
 // agentConfig assembles the agent's configuration.
 func agentConfig(ctx context.Context, o options, topo topology.Options, key wgtypes.Key, backend *k8s.Client, addrs addresses, dp *dataplane, reg *prometheus.Registry, log *slog.Logger) agent.Config {
 	cfg := agent.Config{
-		Hostname:        o.hostname,
-		Backend:         backend,
-		Topology:        topo,
-		PrivateKey:      key,
-		ListenPort:      int(o.port),
-		Endpoint:        announcedEndpoint(o),
-		InternalIP:      addrs.internal,
-		InternalIP6:     addrs.internal6,
-		HeartbeatPeriod: o.leaseDuration / 3,
-		Forwarding:      func() error { return forwarding(ctx, addrs.underlay, dp.dev) },
-		Device:          dp.dev,
-		Links:           links{},
-		Router:          dp.router,
-		ResyncPeriod:    o.resync,
-		Metrics:         agent.NewMetrics(reg),
-		Logger:          log.With("component", "agent"),
+		Hostname:             o.hostname,
+		Backend:              backend,
+		Topology:             topo,
+		PrivateKey:           key,
+		ListenPort:           int(o.port),
+		Endpoint:             announcedEndpoint(o, addrs),
+		InternalIP:           addrs.internal,
+		InternalIP6:          addrs.internal6,
+		HeartbeatPeriod:      o.leaseDuration / 3,
+		Forwarding:           func() error { return forwarding(ctx, addrs.underlay, dp.dev) },
+		Device:               dp.dev,
+		Links:                links{},
+		Router:               dp.router,
+		IPTablesForwardRules: o.iptablesForwardRules,
+		ResyncPeriod:         o.resync,
+		Metrics:              agent.NewMetrics(reg),
+		Logger:               log.With("component", "agent"),
 	}
 	if dp.fw != nil {
 		cfg.Firewall = dp.fw
@@ -341,17 +358,17 @@ func forwarding(ctx context.Context, underlay string, dev wireguard.Device) erro
 	return nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
+func restConfig(master, kubeconfig string) (*rest.Config, error) {
+	if master == "" && kubeconfig == "" {
 		rc, err := rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
 		}
 		return rc, nil
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags(master, kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("--kubeconfig %q, --master %q: %w", kubeconfig, master, err)
 	}
 	return rc, nil
 }
