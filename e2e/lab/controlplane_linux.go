@@ -73,7 +73,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 	}
 	c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	etcd, err := l.startProcess(procSpec{name: c.Name + "-etcd", tier: 3, argv: []string{
+	c.cp.etcd = component{name: c.Name + "-etcd", tier: 3, argv: []string{
 		filepath.Join(l.bins, "etcd"),
 		"--name=default",
 		"--data-dir=" + filepath.Join(dir, "etcd"),
@@ -82,18 +82,17 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL,
-		"--initial-cluster-state=new",
+		"--initial-cluster-state=new", // ignored once the data dir exists (a restart)
 		"--unsafe-no-fsync",
 		"--log-level=warn",
-	}})
-	if err != nil {
-		return err
-	}
-	if err := waitHTTP(ctx, etcd, etcdReadyTimeout, c.etcdURL+"/health", nil, `"health":"true"`); err != nil {
-		return fmt.Errorf("etcd of %s: %w", c.Name, err)
-	}
+	}, ready: func(ctx context.Context, p *Process) error {
+		if err := waitHTTP(ctx, p, etcdReadyTimeout, c.etcdURL+"/health", nil, `"health":"true"`); err != nil {
+			return fmt.Errorf("etcd of %s: %w", c.Name, err)
+		}
+		return nil
+	}}
 
-	apiserver, err := l.startProcess(procSpec{name: c.Name + "-kube-apiserver", tier: 2, argv: []string{
+	c.cp.apiserver = component{name: c.Name + "-kube-apiserver", tier: 2, argv: []string{
 		filepath.Join(l.bins, "kube-apiserver"),
 		"--bind-address=" + c.APIServerIP.String(),
 		"--advertise-address=" + c.APIServerIP.String(),
@@ -119,19 +118,13 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--enable-priority-and-fairness=false",
 		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 		"--profiling=false",
-	}})
-	if err != nil {
-		return err
-	}
-	if err := c.waitAPIServer(ctx, apiserver); err != nil {
-		return err
-	}
+	}, ready: c.waitAPIServer}
 
 	kcmPort, err := freePort()
 	if err != nil {
 		return err
 	}
-	kcmArgs := []string{
+	c.cp.kcm = component{name: c.Name + "-kube-controller-manager", tier: 1, argv: []string{
 		filepath.Join(l.bins, "kube-controller-manager"),
 		"--kubeconfig=" + kcmKubeconfig,
 		"--authentication-kubeconfig=" + kcmKubeconfig,
@@ -151,17 +144,33 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
 		"--node-cidr-mask-size=" + strconv.Itoa(c.spec.NodeCIDRMaskSize),
 		"--profiling=false",
+	}, ready: func(ctx context.Context, p *Process) error {
+		insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // local self-signed health endpoint
+		health := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(kcmPort)) + "/healthz"
+		if err := waitHTTP(ctx, p, kcmReadyTimeout, health, insecure, "ok"); err != nil {
+			return fmt.Errorf("kube-controller-manager of %s: %w", c.Name, err)
+		}
+		return nil
+	}}
+
+	c.cp.mu.Lock()
+	defer c.cp.mu.Unlock()
+	for _, comp := range []*component{&c.cp.etcd, &c.cp.apiserver, &c.cp.kcm} {
+		if err := l.startComponent(ctx, comp); err != nil {
+			return err
+		}
 	}
-	kcm, err := l.startProcess(procSpec{name: c.Name + "-kube-controller-manager", tier: 1, argv: kcmArgs})
+	return nil
+}
+
+// startComponent starts comp and waits until it serves.
+func (l *Lab) startComponent(ctx context.Context, comp *component) error {
+	p, err := l.startProcess(procSpec{name: comp.name, tier: comp.tier, argv: comp.argv})
 	if err != nil {
 		return err
 	}
-	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // local self-signed health endpoint
-	kcmHealth := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(kcmPort)) + "/healthz"
-	if err := waitHTTP(ctx, kcm, kcmReadyTimeout, kcmHealth, insecure, "ok"); err != nil {
-		return fmt.Errorf("kube-controller-manager of %s: %w", c.Name, err)
-	}
-	return nil
+	comp.proc = p
+	return comp.ready(ctx, p)
 }
 
 // writeIdentity writes a kubeconfig for a client certificate of user.

@@ -94,6 +94,7 @@ type Cluster struct {
 	restConfig *rest.Config
 	client     kubernetes.Interface
 	etcdURL    string
+	cp         controlPlane
 }
 
 // Location is one location of a cluster: a LAN bridge in a router
