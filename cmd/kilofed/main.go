@@ -10,14 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kilofed/kilofed/federation/cli"
 	"github.com/kilofed/kilofed/mesh/kgctl"
 )
 
 // commands are kilofed's subcommands, in the order help lists them.
 func commands() []kgctl.Command {
-	cmds := kgctl.MeshCommands()
-	// Federation commands (join, unjoin, status, verify, bench) go here.
-	return cmds
+	return append(kgctl.MeshCommands(), cli.Commands()...)
 }
 
 func main() {

@@ -1,0 +1,186 @@
+// Command kilofed-controller runs, once per cluster, the federation
+// controller: it announces this cluster's gateways (computed with the mesh's
+// own topology) and mirrors every joined cluster's gateways as local Peers.
+// Its topology flags must match the agents' (kg) flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kilofed/kilofed/federation/controller"
+	"github.com/kilofed/kilofed/federation/discover"
+	"github.com/kilofed/kilofed/federation/kube"
+	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology"
+)
+
+type options struct {
+	kubeconfig     string
+	subnet         string
+	granularity    string
+	port           uint
+	topologyLabel  string
+	leaseNamespace string
+	leaseDuration  time.Duration
+	listen         string
+	logLevel       string
+	poll, resync   time.Duration
+	podCIDRs       string
+	serviceCIDRs   string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("kilofed-controller", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty uses the in-cluster service account")
+	fs.StringVar(&o.subnet, "subnet", topology.DefaultSubnet.String(), "the agents' --subnet")
+	fs.StringVar(&o.granularity, "mesh-granularity", string(topology.LocationGranularity), "the agents' --mesh-granularity")
+	fs.UintVar(&o.port, "port", uint(topology.DefaultPort), "the agents' WireGuard --port")
+	fs.StringVar(&o.topologyLabel, "topology-label", k8s.DefaultTopologyLabel, "the agents' --topology-label")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", k8s.DefaultLeaseNamespace, "the agents' --lease-namespace")
+	fs.DurationVar(&o.leaseDuration, "lease-duration", k8s.DefaultLeaseDuration, "the agents' --lease-duration")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:1108", "address of /metrics and /health")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.poll, "poll", time.Second, "how often each joined cluster's Announcement is read")
+	fs.DurationVar(&o.resync, "resync-period", 30*time.Second, "re-announce and re-check everything this often")
+	fs.StringVar(&o.podCIDRs, "pod-cidr", "", "comma-separated pod ranges of this cluster, where its Nodes carry no podCIDRs")
+	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service ranges (default: the ServiceCIDR objects)")
+	return o, fs.Parse(args)
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "kilofed-controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	topo, ranges, err := o.meshOptions()
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	local, err := kube.New("local", cfg)
+	if err != nil {
+		return err
+	}
+	mesh, err := k8s.New(ctx, k8s.Config{RESTConfig: cfg, TopologyLabel: o.topologyLabel,
+		LeaseNamespace: o.leaseNamespace, LeaseDuration: o.leaseDuration, Logger: log.With("component", "mesh")})
+	if err != nil {
+		return fmt.Errorf("read the mesh: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctl, err := controller.New(ctx, controller.Config{
+		Local: local, Mesh: mesh, Topology: topo, Ranges: ranges,
+		Poll: o.poll, Resync: o.resync, Metrics: controller.NewMetrics(reg), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := serve(ctx, o.listen, reg, log); err != nil {
+		return err
+	}
+	log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
+	return ctl.Run(ctx)
+}
+
+func (o options) meshOptions() (topology.Options, discover.Options, error) {
+	var r discover.Options
+	subnet, err := netip.ParsePrefix(o.subnet)
+	if err != nil {
+		return topology.Options{}, r, fmt.Errorf("--subnet %q: %w", o.subnet, err)
+	}
+	t := topology.Options{Subnet: subnet, Port: uint16(o.port)}
+	if t.Granularity, err = topology.ParseGranularity(o.granularity); err != nil {
+		return t, r, fmt.Errorf("--mesh-granularity %w", err)
+	}
+	if r.PodCIDRs, err = prefixList("--pod-cidr", o.podCIDRs); err != nil {
+		return t, r, err
+	}
+	if r.ServiceCIDRs, err = prefixList("--service-cidr", o.serviceCIDRs); err != nil {
+		return t, r, err
+	}
+	t.ServiceCIDRs = r.ServiceCIDRs
+	return t, r, nil
+}
+
+func prefixList(flag, s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flag, f, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// serve starts /metrics and /health on addr.
+func serve(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	return nil
+}
