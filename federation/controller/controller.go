@@ -10,6 +10,8 @@ import (
 	"time"
 
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
+	"k8s.io/client-go/rest"
+
 	"github.com/kilofed/kilofed/federation/discover"
 	"github.com/kilofed/kilofed/federation/kube"
 	"github.com/kilofed/kilofed/mesh/topology"
@@ -33,6 +35,9 @@ type Config struct {
 	Poll time.Duration
 	// Resync re-announces and re-checks even without changes; zero means 30 s.
 	Resync time.Duration
+	// Dial returns the client of a remote cluster; nil means kube.New.
+	// Tests replace it.
+	Dial func(id string, cfg *rest.Config) (*kube.Cluster, error)
 	// Metrics receives the controller's metrics; nil disables them.
 	Metrics *Metrics
 	// Logger receives the logs; nil discards them.
@@ -58,6 +63,9 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	cfg.Resync = cmp.Or(cfg.Resync, 30*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = kube.New
 	}
 	id, err := discover.ClusterID(ctx, cfg.Local.Client)
 	if err != nil {

@@ -188,7 +188,7 @@ func (l *link) client(ctx context.Context, rc *fedv1.RemoteCluster) (*kube.Clust
 		Burst:           40,
 		UserAgent:       "kilofed-controller/" + l.c.id,
 	}
-	remote, err := kube.New(rc.Spec.ClusterID, cfg)
+	remote, err := l.c.cfg.Dial(rc.Spec.ClusterID, cfg)
 	if err != nil {
 		return nil, "", err
 	}
