@@ -75,7 +75,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			log.Warn("CNI configuration not updated", "err", err)
 		}
 	}
-	addrs, err := nodeAddresses(self, log)
+	addrs, err := nodeAddresses(self, link.ByAddress, log)
 	if err != nil {
 		return err
 	}
@@ -146,20 +146,42 @@ func newBackend(ctx context.Context, o options, topo *topology.Options, log *slo
 	return backend, nil
 }
 
+// errNoInternalIP is returned by nodeAddresses for a node without any
+// internal IP.
+var errNoInternalIP = errors.New("the node has no InternalIP")
+
 // nodeAddresses picks the node's underlay link and internal addresses from
-// its Node object and the links that carry them.
-func nodeAddresses(self topology.Node, log *slog.Logger) (addresses, error) {
-	underlay, internal, err := link.ByAddress(self.InternalIP.Addr())
-	if err != nil {
-		return addresses{}, err
-	}
-	a := addresses{underlay: underlay, internal: internal}
-	if self.InternalIP6.IsValid() {
-		if _, p, err := link.ByAddress(self.InternalIP6.Addr()); err == nil {
+// its Node object and the links that carry them (byAddress is
+// link.ByAddress): the underlay is the link of the IPv4 InternalIP, else of
+// the IPv6 one, so that IPv4-only, dual-stack and IPv6-only nodes start. The
+// address that gives the underlay must be on this host; a second family's
+// that is not is left out.
+func nodeAddresses(self topology.Node, byAddress func(netip.Addr) (string, netip.Prefix, error), log *slog.Logger) (addresses, error) {
+	var a addresses
+	for _, ip := range []netip.Prefix{self.InternalIP, self.InternalIP6} {
+		if !ip.IsValid() {
+			continue
+		}
+		name, p, err := byAddress(ip.Addr())
+		switch {
+		case err != nil && a.underlay == "":
+			return addresses{}, fmt.Errorf("underlay of InternalIP %s: %w", ip.Addr(), err)
+		case err != nil:
+			log.Warn("InternalIP not on this host: left out", "internal-ip", ip.Addr(), "err", err)
+			continue
+		case a.underlay == "":
+			a.underlay = name
+		}
+		if p.Addr().Is4() {
+			a.internal = p
+		} else {
 			a.internal6 = p
 		}
 	}
-	log.Info("underlay found", "link", underlay, "internal-ip", internal)
+	if a.underlay == "" {
+		return addresses{}, fmt.Errorf("%w: kg needs an IPv4 or IPv6 InternalIP in the Node's status (or --internal-cidr)", errNoInternalIP)
+	}
+	log.Info("underlay found", "link", a.underlay, "internal-ip", a.internal, "internal-ip6", a.internal6)
 	return a, nil
 }
 
@@ -379,7 +401,7 @@ func waitForNode(ctx context.Context, b *k8s.Client, name string, log *slog.Logg
 	for {
 		nodes, _, _ := b.Snapshot()
 		for _, n := range nodes {
-			if n.Name == name && n.InternalIP.IsValid() {
+			if n.Name == name && (n.InternalIP.IsValid() || n.InternalIP6.IsValid()) {
 				return n, nil
 			}
 		}
