@@ -200,7 +200,7 @@ func (l *link) client(ctx context.Context, rc *fedv1.RemoteCluster) (*kube.Clust
 // one's lifetime have passed, and stores it.
 func (l *link) renew(ctx context.Context, rc *fedv1.RemoteCluster, remote *kube.Cluster, token string, now time.Time) {
 	iat, exp, err := join.TokenLifetime(token)
-	if err != nil || iat.IsZero() || now.Before(iat.Add(exp.Sub(iat)*2/3)) {
+	if err != nil || !dueForRenewal(iat, exp, now) {
 		return
 	}
 	name := rc.Spec.ServiceAccount[strings.LastIndex(rc.Spec.ServiceAccount, "/")+1:]
@@ -219,6 +219,14 @@ func (l *link) renew(ctx context.Context, rc *fedv1.RemoteCluster, remote *kube.
 		return
 	}
 	l.c.log.Info("token renewed", "remote", l.name, "old expiry", exp)
+}
+
+// dueForRenewal reports whether a token issued at iat and expiring at exp
+// should be renewed at now: once two thirds of its lifetime have passed, so
+// that a renewal failing for a while (the remote API down) still leaves a
+// third of it to retry in.
+func dueForRenewal(iat, exp, now time.Time) bool {
+	return !iat.IsZero() && exp.After(iat) && !now.Before(iat.Add(exp.Sub(iat)*2/3))
 }
 
 // mirror writes the Peers of ann's gateways and sweeps the stale ones: ann
