@@ -65,7 +65,9 @@ func newFixture(t *testing.T, ann fedv1.AnnouncementSpec, localObjs ...client.Ob
 			PodCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.10.0.0/16")},
 			ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16")},
 		},
-		Dial: func(string, *rest.Config) (*kube.Cluster, error) { return &kube.Cluster{Name: "dr", Client: f.remote}, nil },
+		Dial: func(string, *rest.Config) (*kube.Cluster, error) {
+			return &kube.Cluster{Name: "dr", Client: f.remote}, nil
+		},
 	}, log: slog.New(slog.DiscardHandler), id: "prod", links: map[string]*link{}}
 	c.cfg.Topology.Subnet = netip.MustParsePrefix("10.4.0.0/16")
 	f.link = newLink(c, "dr")
