@@ -207,7 +207,16 @@ func setUpDataplane(ctx context.Context, o options, topo *topology.Options, addr
 	if err != nil {
 		return nil, err
 	}
-	if dp.dev, err = wireguard.Open(ctx, wireguard.OpenOptions{Name: o.iface, Mode: o.wireguard, MTU: wgMTU, Logger: log.With("component", "wireguard")}); err != nil {
+	if dp.dev, err = wireguard.Open(ctx, wireguard.OpenOptions{
+		Name:     o.iface,
+		Mode:     o.wireguard,
+		MTU:      wgMTU,
+		Existing: !o.createIface,
+		Logger:   log.With("component", "wireguard"),
+	}); err != nil {
+		if !o.createIface {
+			return nil, fmt.Errorf("--create-interface=false: %w; the WireGuard interface must exist already (made by a userspace WireGuard such as a wireguard-go sidecar), or drop the flag and let kg create it", err)
+		}
 		return nil, err
 	}
 	if dp.router, err = route.NewRouter(route.RouterOptions{Logger: log.With("component", "route")}); err != nil {

@@ -40,6 +40,11 @@ type OpenOptions struct {
 	Mode Mode
 	// MTU of the link; zero keeps the implementation's default (1420).
 	MTU int
+	// Existing, when set, creates nothing: the interface must exist
+	// already, made by another WireGuard implementation (a wireguard-go
+	// sidecar, as with Kilo's --create-interface=false), and Open only
+	// connects to it through wgctrl; Mode and MTU are ignored.
+	Existing bool
 	// Logger receives the device's logs; nil discards them.
 	Logger *slog.Logger
 	// NetNS is the path of a network namespace (such as /run/netns/NAME)

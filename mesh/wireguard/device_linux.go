@@ -44,7 +44,7 @@ func Open(ctx context.Context, opts OpenOptions) (Device, error) {
 		return nil, err
 	}
 	d := &wgDevice{name: opts.Name, log: log, now: time.Now}
-	if mode == ModeAuto || mode == ModeKernel {
+	if !opts.Existing && (mode == ModeAuto || mode == ModeKernel) {
 		err := link.RunInNetNS(opts.NetNS, func() error { return createKernelLink(opts.Name, opts.MTU) })
 		switch {
 		case err == nil:
@@ -56,7 +56,7 @@ func Open(ctx context.Context, opts OpenOptions) (Device, error) {
 			return nil, err
 		}
 	}
-	if mode == ModeUserspace {
+	if !opts.Existing && mode == ModeUserspace {
 		u, err := openUserspace(opts, log)
 		if err != nil {
 			return nil, err
@@ -76,6 +76,9 @@ func Open(ctx context.Context, opts OpenOptions) (Device, error) {
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("open WireGuard interface %s through wgctrl: %w", opts.Name, err)
+	}
+	if opts.Existing {
+		mode = "existing"
 	}
 	log.Info("WireGuard interface ready", "mode", mode)
 	return d, nil
