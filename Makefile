@@ -25,9 +25,10 @@ lab-bins:
 ## test: every test, unit and lab (needs root for the lab)
 test: deps lab-bins unit-test e2e-test
 
+## unit-test: the unit tests of both modules, with the race detector
 unit-test:
-	cd mesh && $(GO) test -count=1 ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+	cd mesh && $(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 e2e-test: build
 	CI=$${CI:-true} KILOFED_BIN=$(BIN) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./e2e/...
