@@ -197,7 +197,7 @@ func TestFirewallMasqueradesPodsOnlyOutsideTheMesh(t *testing.T) {
 	if err := r.agent.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rules := FirewallRules(r.agent.Topology(), "node-beijing", 51820)
+	rules := FirewallRules(r.agent.Topology(), "node-beijing", FirewallOptions{ListenPort: 51820})
 	if len(rules.Masquerade) != 1 || rules.Masquerade[0].Src != netip.MustParsePrefix("10.42.0.0/24") {
 		t.Fatalf("masquerade = %+v, want the node's pod CIDR", rules.Masquerade)
 	}

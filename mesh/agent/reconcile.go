@@ -89,7 +89,7 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 	routes, rules := topo.Routes(name)
 	step("routes", a.cfg.Router.Set(ctx, routes, rules))
 	if a.cfg.Firewall != nil {
-		step("firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.cfg.ListenPort)))
+		step("firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.firewallOptions())))
 	}
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.peers.Set(float64(len(conf.Peers)))
