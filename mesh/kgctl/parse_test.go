@@ -98,7 +98,7 @@ func TestPeerConfParsesBack(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "dev-private.key")
 	key := privateKey("seb-laptop")
-	if err := os.WriteFile(keyFile, []byte(key.String()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(key.Base64()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := run(t, NewFakeSource(seedSnapshot()), "showconf", "peer", "seb-laptop", "--private-key-file", keyFile)
@@ -141,7 +141,7 @@ func TestPeerConfParsesBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wg-quick strip: %v: %s", err, out)
 	}
-	if !strings.Contains(string(out), "PrivateKey = "+key.String()) {
+	if !strings.Contains(string(out), "PrivateKey = "+key.Base64()) {
 		t.Errorf("wg-quick strip lost the private key:\n%s", out)
 	}
 }
@@ -176,5 +176,15 @@ func TestPeerObjectRoundTrip(t *testing.T) {
 				t.Errorf("read back differs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPeerObjectKeepsPresharedKey checks that the preshared key, which
+// prints redacted everywhere else, is written into the Peer object.
+func TestPeerObjectKeepsPresharedKey(t *testing.T) {
+	psk := privateKey("psk")
+	p := PeerObject("laptop", wgconf.Peer{PublicKey: publicKey("laptop"), PresharedKey: &psk})
+	if p.Spec.PresharedKey != psk.Base64() {
+		t.Errorf("Spec.PresharedKey = %q, want the key in base64", p.Spec.PresharedKey)
 	}
 }

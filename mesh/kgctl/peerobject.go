@@ -49,7 +49,7 @@ func PeerObject(name string, pc wgconf.Peer) *v1alpha1.Peer {
 	}
 	p.Name = name
 	if pc.PresharedKey != nil {
-		p.Spec.PresharedKey = pc.PresharedKey.String()
+		p.Spec.PresharedKey = pc.PresharedKey.Base64()
 	}
 	switch {
 	case pc.EndpointDNS != "" && pc.Endpoint.Port() != 0:

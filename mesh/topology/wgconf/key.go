@@ -31,6 +31,9 @@ func (k Key) String() string { return base64.StdEncoding.EncodeToString(k[:]) }
 // IsZero reports whether k is the zero (unknown) key.
 func (k Key) IsZero() bool { return k == Key{} }
 
+// MarshalText returns the key in base64, for JSON and YAML.
+func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // Compare orders keys by their bytes, as the peers of a Config are sorted.
 func (k Key) Compare(o Key) int { return bytes.Compare(k[:], o[:]) }
 
@@ -89,6 +92,10 @@ func (k SecretKey) Format(f fmt.State, verb rune) { fmt.Fprint(f, redacted) }
 
 // LogValue returns "(redacted)" for slog.
 func (k SecretKey) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalText returns "(redacted)", so that encoding/json and YAML never
+// write the key either.
+func (k SecretKey) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 func decode(s string) ([KeyLen]byte, error) {
 	var k [KeyLen]byte
