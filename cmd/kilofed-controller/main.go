@@ -107,10 +107,10 @@ func run(ctx context.Context, o options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ctl, err := controller.New(ctx, controller.Config{
+	ctl, err := newController(ctx, controller.Config{
 		Local: local, Mesh: mesh, Topology: topo, Ranges: ranges,
 		Poll: o.poll, Resync: o.resync, Metrics: controller.NewMetrics(reg), Logger: log,
-	})
+	}, o.poll, log)
 	if err != nil {
 		return err
 	}
@@ -119,6 +119,27 @@ func run(ctx context.Context, o options) error {
 	}
 	log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
 	return ctl.Run(ctx)
+}
+
+// newController returns the controller once the cluster has an ID: the
+// controller is deployed before anyone runs kilofed join, which sets the ID,
+// so until then it waits (checking every poll) instead of exiting.
+func newController(ctx context.Context, cfg controller.Config, poll time.Duration, log *slog.Logger) (*controller.Controller, error) {
+	for logged := false; ; {
+		ctl, err := controller.New(ctx, cfg)
+		if !errors.Is(err, discover.ErrNoClusterID) {
+			return ctl, err
+		}
+		if !logged {
+			log.Info("this cluster has no ID yet: waiting for kilofed join to set it", "property", "cluster.clusterset.k8s.io")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }
 
 func (o options) meshOptions() (topology.Options, discover.Options, error) {
