@@ -63,7 +63,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	self, err := waitForNode(ctx, backend, o.hostname, log)
+	self, err := waitForNode(ctx, backend, o.hostname, len(o.internalCIDRs) > 0, log)
 	if err != nil {
 		return err
 	}
@@ -404,13 +404,15 @@ func restConfig(master, kubeconfig string) (*rest.Config, error) {
 	return rc, nil
 }
 
-// waitForNode waits until this node's Node object has an internal IP.
-func waitForNode(ctx context.Context, b *k8s.Client, name string, log *slog.Logger) (topology.Node, error) {
+// waitForNode waits until this node's Node object exists and, unless
+// anyIP (--internal-cidr takes the internal IP from the host), has an
+// internal IP.
+func waitForNode(ctx context.Context, b *k8s.Client, name string, anyIP bool, log *slog.Logger) (topology.Node, error) {
 	warned := false
 	for {
 		nodes, _, _ := b.Snapshot()
 		for _, n := range nodes {
-			if n.Name == name && (n.InternalIP.IsValid() || n.InternalIP6.IsValid()) {
+			if n.Name == name && (anyIP || n.InternalIP.IsValid() || n.InternalIP6.IsValid()) {
 				return n, nil
 			}
 		}
