@@ -24,6 +24,7 @@ type ClusterPropertyStatus struct{}
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=https://github.com/kubernetes/enhancements/pull/3084"
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="value",type=string,JSONPath=`.spec.value`
 // +kubebuilder:printcolumn:name="age",type=date,JSONPath=`.metadata.creationTimestamp`
