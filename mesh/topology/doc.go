@@ -52,20 +52,23 @@
 //
 // A node is Excluded when it has no name, shares its name with another
 // node, has no public key (its agent has not started), shares its key with
-// a node named before it, or has neither an internal IP nor an endpoint. A
-// node is kept with a Warning when it has no location, no internal IP, no
-// pod CIDR, a pod CIDR overlapping one of a node named before it (the range
-// is dropped), an internal IP another node already uses (not routed across
-// locations), a range overlapping the WireGuard subnet, or an allowed
-// location IP that overlaps something else (dropped).
+// another node or a peer, or has neither an internal IP nor an endpoint.
+// Every holder of a shared key is excluded, each with a Problem naming the
+// others: whoever copies a key cannot evict its owner and take its place.
+// A node is kept with a Warning when it has no location, no internal IP,
+// no pod CIDR, a pod CIDR overlapping one of a node named before it (the
+// range is dropped), an internal IP another node already uses (not routed
+// across locations), a range overlapping the WireGuard subnet, or an
+// allowed location IP that overlaps something else (dropped).
 //
 // A peer is Excluded when it has no name, shares its name, has no public
-// key, reuses the key of a node or of an older peer, or when one of its
-// allowed IPs overlaps (contains or is contained in) a node's pod CIDR,
-// internal IP or public endpoint address, a service CIDR, a WireGuard IP a
-// node already announces, or an allowed IP of an older peer (by Created,
-// then Name): the older one keeps the range. A peer without allowed IPs is
-// kept with a Warning. Peers win over allowed location IPs, as in Kilo.
+// key, shares its key with a node (both are excluded) or with an older
+// peer, or when one of its allowed IPs overlaps (contains or is contained
+// in) a node's pod CIDR, internal IP or public endpoint address, a service
+// CIDR, a WireGuard IP a node already announces, or an allowed IP of an
+// older peer (by Created, then Name): the older one keeps the range. A peer
+// without allowed IPs is kept with a Warning. Peers win over allowed
+// location IPs, as in Kilo.
 //
 // # WireGuard IPs
 //

@@ -26,7 +26,8 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 		excluded:  make(map[string]string),
 		locations: make(map[string][]string),
 	}
-	members := acceptNodes(nodes, opts, &ps)
+	holders := holdersOf(nodes, peers)
+	members := acceptNodes(nodes, holders, opts, &ps)
 	cs := newClaims()
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
@@ -35,7 +36,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.buildSegments(members)
 	alloc := newAllocator(opts.Subnet, cs)
 	alloc.assignAnnounced(t.Segments)
-	t.Peers = acceptPeers(peers, members, opts, cs, &ps)
+	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
 	t.assignLocationIPs(cs, &ps)
 	alloc.assignHashed(t.Segments, &ps)
 	t.finish()

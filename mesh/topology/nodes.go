@@ -54,14 +54,13 @@ func segmentKey(m *member, g Granularity) string {
 
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name.
-func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
+func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) []*member {
 	sorted := slices.Clone(nodes)
 	slices.SortStableFunc(sorted, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 	count := make(map[string]int, len(sorted))
 	for _, n := range sorted {
 		count[n.Name]++
 	}
-	keys := make(map[wgconf.Key]string)
 	var out []*member
 	for _, n := range sorted {
 		switch {
@@ -77,9 +76,9 @@ func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
 				"the node has no WireGuard public key (annotation kilo.squat.ai/key): the kg agent has not started on it yet; start kg on the node and it will publish its key")
 			continue
 		}
-		if other, ok := keys[n.Key]; ok {
+		if others, ok := holders.nodeClash(n.Key, KindNode+" "+quote(n.Name)); ok {
 			ps.add(KindNode, n.Name, Excluded, CodeDuplicateKey,
-				"the node's WireGuard public key is also node %q's; delete the private key file on one of them and restart its kg agent to generate a new pair", other)
+				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", and(others))
 			continue
 		}
 		m := normalizeNode(n)
@@ -88,7 +87,6 @@ func acceptNodes(nodes []Node, opts Options, ps *problems) []*member {
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
 			continue
 		}
-		keys[n.Key] = n.Name
 		m.Endpoint = endpointOf(m, opts.Port)
 		m.group, m.location = nodeKey(n.Name), n.Name
 		full := opts.Granularity == FullGranularity

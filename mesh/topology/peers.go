@@ -12,7 +12,7 @@ import (
 // acceptPeers validates peers, oldest first (by Created, then Name), against
 // the ranges claimed so far, claims the ranges of the accepted ones, and
 // returns them normalized and sorted by name.
-func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *problems) []Peer {
+func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps *problems) []Peer {
 	count := make(map[string]int, len(peers))
 	for _, p := range peers {
 		count[p.Name]++
@@ -21,10 +21,7 @@ func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
-	keys := make(map[wgconf.Key]string, len(members)+len(peers))
-	for _, m := range members {
-		keys[m.Key] = "node " + quote(m.Name)
-	}
+	keys := make(map[wgconf.Key]string, len(peers)) // keys of the peers accepted so far
 	var out []Peer
 	for _, p := range sorted {
 		switch {
@@ -38,6 +35,11 @@ func acceptPeers(peers []Peer, members []*member, opts Options, cs *claims, ps *
 		case p.PublicKey == (wgconf.Key{}):
 			ps.add(KindPeer, p.Name, Excluded, CodeNoKey,
 				"the peer has no WireGuard public key; set spec.publicKey to the output of `wg pubkey` on the peer")
+			continue
+		}
+		if others, ok := holders.nodeClash(p.PublicKey, KindPeer+" "+quote(p.Name)); ok {
+			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateKey,
+				"the peer's public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own key pair (wg genkey | wg pubkey)", and(others))
 			continue
 		}
 		if owner, ok := keys[p.PublicKey]; ok {

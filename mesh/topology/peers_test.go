@@ -71,10 +71,6 @@ func TestPeerRules(t *testing.T) {
 		accepted: []string{"a"},
 		problems: map[string][]string{"b": {CodeDuplicateKey, `peer "a"`}},
 	}, {
-		name:     "a node's key",
-		peers:    []Peer{{Name: "p", PublicKey: testKey("node-beijing"), AllowedIPs: pfxs("10.5.100.1/32")}},
-		problems: map[string][]string{"p": {CodeDuplicateKey, `node "node-beijing"`}},
-	}, {
 		name:     "two peers with one name are both left out",
 		peers:    []Peer{peer("p", day(1), "10.5.100.1/32"), peer("p", day(2), "10.5.100.2/32")},
 		problems: map[string][]string{"p": {CodeDuplicateName}},

@@ -77,7 +77,10 @@ func scenarios() []scenario {
 			Created: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "pod-thief", AllowedIPs: pfxs("10.42.0.0/16"), PublicKey: testKey("pod-thief")},
 		{Name: "no-key-peer", AllowedIPs: pfxs("10.5.200.1/32")},
-		{Name: "copycat", AllowedIPs: pfxs("10.5.200.2/32"), PublicKey: testKey("node-beijing")},
+		// A node's key copied by a peer excludes both (see TestCopiedKeyEvictsNobody);
+		// a peer's key copied by a younger peer excludes only the copy.
+		{Name: "copycat", AllowedIPs: pfxs("10.5.200.2/32"), PublicKey: testKey("seb-laptop"),
+			Created: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
 		{Name: "empty", PublicKey: testKey("empty")},
 	}
 	return []scenario{
