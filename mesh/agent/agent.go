@@ -99,6 +99,10 @@ type Config struct {
 	// Resolver resolves endpoints given as DNS names; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+	// ServeGraph makes Handler serve /graph: the whole topology (every
+	// node's addresses, keys and endpoints) in DOT. Off by default, as the
+	// HTTP endpoint has no authentication.
+	ServeGraph bool
 	// Metrics receives the agent's metrics; nil disables them.
 	Metrics *Metrics
 	// Logger receives the agent's logs; nil discards.
