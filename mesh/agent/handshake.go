@@ -88,7 +88,7 @@ func (a *Agent) restartHandshakes(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	now := time.Now()
+	now := a.now()
 	keys := a.nudge.due(st, func(k wgconf.Key) bool { return !topo.PreferLearntEndpoint(k) }, now)
 	if len(keys) == 0 {
 		return

@@ -15,6 +15,7 @@ type Metrics struct {
 	leaderChanges    prometheus.Counter
 	problems         *prometheus.GaugeVec
 	lastReconcileSec prometheus.Gauge
+	stepErrors       *prometheus.GaugeVec
 }
 
 // NewMetrics creates the agent's metrics and registers them with reg.
@@ -44,8 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lastReconcileSec: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kilo_last_reconcile_timestamp_seconds", Help: "Unix time of the last successful reconciliation.",
 		}),
+		stepErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kilo_reconcile_step_errors",
+			Help: "1 for each step (topology, publish, wireguard, address, link, encapsulation, routes, firewall) that failed in the last reconciliation, else 0.",
+		}, []string{"step"}),
 	}
 	reg.MustRegister(m.nodes, m.peers, m.leader, m.reconciles, m.reconcileErrors, m.leaderChanges,
-		m.problems, m.lastReconcileSec)
+		m.problems, m.lastReconcileSec, m.stepErrors)
 	return m
 }

@@ -118,7 +118,7 @@ func (a *Agent) reportPeers(ctx context.Context, topo *topology.Topology, bad []
 	if err != nil {
 		return fmt.Errorf("read WireGuard state: %w", err)
 	}
-	now := time.Now()
+	now := a.now()
 	var errs []error
 	for name, s := range PeerStatuses(topo, bad, st) {
 		sum := s.summary(now)

@@ -3,11 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
@@ -19,31 +17,30 @@ import (
 // even when an earlier one failed; the errors are joined. It is safe to call
 // at any time, as often as wanted.
 func (a *Agent) Reconcile(ctx context.Context) error {
+	var steps stepErrors
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
 	a.resolveEndpoints(ctx, nodes, peers)
 	topo, err := topology.New(nodes, peers, a.cfg.Topology)
 	if err != nil {
-		return a.finish(fmt.Errorf("compute topology: %w", err))
+		steps.add(stepTopology, "compute topology", err)
+		return a.finish(&steps)
 	}
 	a.observe(topo, bad)
-	err = a.apply(ctx, topo)
-	if serr := a.reportPeers(ctx, topo, bad); serr != nil {
+	a.apply(ctx, topo, &steps)
+	actx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if serr := a.reportPeers(actx, topo, bad); serr != nil {
 		// Status is informative: the data plane is applied, so this does
 		// not fail the reconciliation.
 		a.log.Warn("peer status not written", "err", serr)
 	}
-	return a.finish(err)
+	return a.finish(&steps)
 }
 
-func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
+func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepErrors) {
 	name := a.cfg.Hostname
 	wg := a.cfg.Topology.Links.WireGuard
-	var errs []error
-	step := func(what string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-	}
+	step := steps.add
 
 	addrs := topo.Addresses(name)
 	// Every node of a segment announces the segment's WireGuard IP, so
@@ -60,57 +57,68 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology) error {
 		Granularity: topo.Options().Granularity,
 		WireGuardIP: segmentIP,
 	}
-	step("publish node", a.cfg.Backend.PublishNode(ctx, name, pub))
+	actx, cancel := context.WithTimeout(ctx, apiTimeout)
+	step(stepPublish, "publish node", a.cfg.Backend.PublishNode(actx, name, pub))
+	cancel()
 
 	conf, err := topo.WireGuardConfig(name, wgconf.SecretKey(a.cfg.PrivateKey))
 	if err != nil {
 		// Not in the mesh yet (no key published until now) or excluded:
 		// keep the interface up with no peers; the problem is logged.
 		if !errors.Is(err, topology.ErrUnknownNode) && !errors.Is(err, topology.ErrExcluded) {
-			step("wireguard config", err)
+			step(stepWireGuard, "wireguard config", err)
 		}
 		conf = wgconf.Config{PrivateKey: wgconf.SecretKey(a.cfg.PrivateKey)}
 	}
 	conf.ListenPort = a.cfg.ListenPort
 	if err := a.cfg.Device.Set(ctx, conf); err != nil {
-		step("configure "+wg, err)
+		step(stepWireGuard, "configure "+wg, err)
 	} else {
 		a.mu.Lock()
 		a.applied = conf
 		a.mu.Unlock()
-		a.nudge.track(conf, time.Now())
+		a.nudge.track(conf, a.now())
 	}
-	step("address "+wg, a.cfg.Links.SetAddresses(wg, addrs))
-	step("bring up "+wg, a.cfg.Links.SetUp(wg))
+	step(stepAddress, "address "+wg, a.cfg.Links.SetAddresses(wg, addrs))
+	step(stepLink, "bring up "+wg, a.cfg.Links.SetUp(wg))
 
 	if a.cfg.Encap != nil {
-		step("encapsulation", a.cfg.Encap.Set(ctx, topo.TunnelRemotes(name)))
+		step(stepEncapsulation, "encapsulation", a.cfg.Encap.Set(ctx, topo.TunnelRemotes(name)))
 	}
 	routes, rules := topo.Routes(name)
-	step("routes", a.cfg.Router.Set(ctx, routes, rules))
+	step(stepRoutes, "routes", a.cfg.Router.Set(ctx, routes, rules))
 	if a.cfg.Firewall != nil {
-		step("firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.firewallOptions())))
+		step(stepFirewall, "firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.firewallOptions())))
 	}
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.peers.Set(float64(len(conf.Peers)))
 	}
-	return errors.Join(errs...)
 }
 
-func (a *Agent) finish(err error) error {
+// finish records the outcome of a reconciliation and returns its error.
+func (a *Agent) finish(steps *stepErrors) error {
+	err := steps.err()
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.lastErr = err
+	a.lastErr, a.lastDone = err, now
+	if err == nil {
+		a.lastOK = now
+	}
 	if m := a.cfg.Metrics; m != nil {
 		m.reconciles.Inc()
 		if err != nil {
 			m.reconcileErrors.Inc()
 		} else {
-			m.lastReconcileSec.Set(float64(time.Now().Unix()))
+			m.lastReconcileSec.Set(float64(now.Unix()))
 		}
-	}
-	if err == nil {
-		a.lastOK = time.Now()
+		for _, s := range reconcileSteps {
+			v := 0.0
+			if steps.failed[s] {
+				v = 1
+			}
+			m.stepErrors.WithLabelValues(s).Set(v)
+		}
 	}
 	return err
 }
