@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +12,6 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/firewall"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
@@ -19,25 +19,6 @@ import (
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
-
-// Backend is what the agent needs from the cluster (k8s.Client in
-// production, k8s.Fake in tests).
-type Backend interface {
-	// Snapshot returns the nodes and peers, and the objects that could not
-	// be read (each names the object and what is wrong).
-	Snapshot() (nodes []topology.Node, peers []topology.Peer, problems []k8s.Problem)
-	// Changes signals that Snapshot may have changed.
-	Changes() <-chan struct{}
-	// PublishNode writes this node's annotations, only when they differ.
-	PublishNode(ctx context.Context, name string, a k8s.NodeAnnotations) error
-	// Heartbeat renews this node's mesh lease.
-	Heartbeat(ctx context.Context, name string) error
-	// ReleaseHeartbeat gives the lease up at once, so that another node
-	// takes over without waiting for it to expire.
-	ReleaseHeartbeat(ctx context.Context, name string) error
-	// UpdatePeerStatus writes a Peer's status through mutate.
-	UpdatePeerStatus(ctx context.Context, name string, mutate func(*v1alpha1.Peer)) error
-}
 
 // Encapsulator keeps the tunnel inside a location pointed at its remotes.
 type Encapsulator interface {
@@ -57,8 +38,9 @@ type Links interface {
 type Config struct {
 	// Hostname is this node's name.
 	Hostname string
-	// Backend reads the cluster and publishes this node.
-	Backend Backend
+	// Backend reads the cluster and publishes this node (k8s.Client in
+	// production, k8s.Fake in tests).
+	Backend k8s.Backend
 	// Topology are the options every agent computes the mesh with.
 	Topology topology.Options
 	// PrivateKey is this node's WireGuard private key.
@@ -113,15 +95,9 @@ type Agent struct {
 	cfg Config
 	log *slog.Logger
 
-	// now and newTicker are the clock; tests replace them.
-	now       func() time.Time
-	newTicker func(time.Duration) ticker
-
 	mu       sync.Mutex
 	topo     *topology.Topology
-	started  time.Time // when New ran
-	lastDone time.Time // when the last reconciliation finished, even failed
-	lastErr  error     // the last reconciliation's error
+	lastErr  error
 	lastOK   time.Time
 	leaders  map[string]string
 	problems string
@@ -174,10 +150,42 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, log: log, leaders: map[string]string{},
-		now: time.Now, newTicker: newTimeTicker, started: time.Now(),
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
 		nudge: newNudger(),
 	}, nil
+}
+
+// Run reconciles on every change and every resync period until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	tick := time.NewTicker(a.cfg.ResyncPeriod)
+	defer tick.Stop()
+	nudge := time.NewTicker(nudgeTick)
+	defer nudge.Stop()
+	for {
+		if err := a.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("reconcile failed", "err", err)
+		}
+		if !a.waitForChange(ctx, tick.C, nudge.C) {
+			return nil
+		}
+	}
+}
+
+// waitForChange restarts first handshakes on every nudge tick until the
+// cluster changes or the resync period passes (true), or ctx ends (false).
+func (a *Agent) waitForChange(ctx context.Context, resync, nudge <-chan time.Time) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-a.cfg.Backend.Changes():
+			return true
+		case <-resync:
+			return true
+		case <-nudge:
+			a.restartHandshakes(ctx)
+		}
+	}
 }
 
 // Topology returns the topology of the last reconciliation, nil before it.
@@ -185,4 +193,14 @@ func (a *Agent) Topology() *topology.Topology {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.topo
+}
+
+// Healthy returns nil when the last reconciliation succeeded.
+func (a *Agent) Healthy() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastOK.IsZero() && a.lastErr == nil {
+		return errors.New("not reconciled yet")
+	}
+	return a.lastErr
 }

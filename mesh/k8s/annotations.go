@@ -62,8 +62,10 @@ const (
 	// LeaseLabel marks the heartbeat Leases so that agents watch only them,
 	// not the leader-election Leases of other components in the namespace.
 	LeaseLabel = "kilo.squat.ai/heartbeat"
-	// DefaultLeaseNamespace holds the heartbeat Leases.
-	DefaultLeaseNamespace = "kube-system"
+	// DefaultLeaseNamespace holds the heartbeat Leases, apart from the
+	// leader-election Leases of kube-system (mesh/config/rbac/agent.yaml
+	// creates it).
+	DefaultLeaseNamespace = "kilo-leases"
 )
 
 // LeaseName returns the name of node's heartbeat Lease.

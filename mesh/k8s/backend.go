@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -38,22 +37,20 @@ type Backend interface {
 	// PublishNode writes the node's published annotations with a merge
 	// patch, only when they differ from what the node carries.
 	PublishNode(ctx context.Context, name string, a NodeAnnotations) error
-	// Heartbeat renews the node's heartbeat Lease once, creating it if needed.
+	// Heartbeat renews the node's heartbeat Lease once, creating it if
+	// needed. The first call of a process, and a call more than a lease
+	// duration after the previous one returned (the agent stopped
+	// heartbeating: its node could not forward), start the Lease again as
+	// new, so that the node ranks after those that kept working
+	// (topology.Node.Since). Failed calls count as calls: an API outage
+	// resets nothing.
 	Heartbeat(ctx context.Context, name string) error
-	// RunHeartbeat renews the node's Lease every period (a third of the
-	// lease duration when zero) until ctx ends, logging failures; it
-	// returns ctx's error.
-	RunHeartbeat(ctx context.Context, name string, every time.Duration) error
 	// ReleaseHeartbeat deletes the node's Lease so that the others stop
 	// counting on the node at once (clean shutdown).
 	ReleaseHeartbeat(ctx context.Context, name string) error
 	// UpdatePeerStatus calls mutate on a copy of the Peer and writes its
 	// status subresource if mutate changed the status.
 	UpdatePeerStatus(ctx context.Context, name string, mutate func(*v1alpha1.Peer)) error
-	// SetForwarding records a data-plane probe's verdict on a node: a node
-	// marked false is not Ready in this process's snapshots until marked
-	// true again. The mark is local to this process.
-	SetForwarding(node string, forwarding bool)
 }
 
 // Config configures New.
@@ -63,7 +60,8 @@ type Config struct {
 	// TopologyLabel is read for the location of nodes without the
 	// kilo.squat.ai/location annotation; empty means DefaultTopologyLabel.
 	TopologyLabel string
-	// LeaseNamespace holds the heartbeat Leases; empty means kube-system.
+	// LeaseNamespace holds the heartbeat Leases; empty means
+	// DefaultLeaseNamespace.
 	LeaseNamespace string
 	// LeaseDuration is how long a node stays Ready after this process saw
 	// its Lease renewed; zero means 3 s. Agents renew every third of it.
@@ -92,10 +90,7 @@ type Client struct {
 	lastReady map[string]bool
 
 	hbMu sync.Mutex
-	hb   map[string]*coordinationv1.Lease
-	// acquired holds the nodes whose lease this process has acquired
-	// (set the acquire time of) since it started.
-	acquired map[string]bool
+	hb   map[string]*heartbeat
 }
 
 var _ Backend = (*Client)(nil)
@@ -128,8 +123,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg: cfg, opts: ParseOptions{TopologyLabel: cfg.TopologyLabel},
 		kube: kube, peerAPI: peerAPI, leases: newLeases(),
 		changes: make(chan struct{}, 1), now: time.Now,
-		lastReady: map[string]bool{}, hb: map[string]*coordinationv1.Lease{},
-		acquired: map[string]bool{},
+		lastReady: map[string]bool{}, hb: map[string]*heartbeat{},
 	}
 	c.nodes = informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes().Informer()
 	leaseInformer := informers.NewSharedInformerFactoryWithOptions(kube, 0,
@@ -180,13 +174,6 @@ func (c *Client) signal() {
 	}
 }
 
-// SetForwarding implements Backend.
-func (c *Client) SetForwarding(node string, forwarding bool) {
-	if c.leases.setForwarding(node, forwarding) {
-		c.checkReadiness()
-	}
-}
-
 // watchReadiness signals when a Lease expires, checking ten times per
 // lease duration.
 func (c *Client) watchReadiness(ctx context.Context) {
@@ -217,7 +204,7 @@ func (c *Client) checkReadiness() {
 // Snapshot implements Backend.
 func (c *Client) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
 	ready := c.leases.ready(c.now(), c.cfg.LeaseDuration)
-	since := c.leases.acquired()
+	since := c.leases.since()
 	var (
 		nodes    []topology.Node
 		peers    []topology.Peer

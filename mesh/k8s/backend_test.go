@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,7 +156,7 @@ func TestClient(t *testing.T) {
 	heartbeat := func(node string) context.CancelFunc {
 		hctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); _ = b.RunHeartbeat(hctx, node, 0) }()
+		go func() { defer close(done); runHeartbeat(hctx, b, node, leaseDuration/3) }()
 		return func() { cancel(); <-done }
 	}
 	stopA := heartbeat("a")
@@ -196,7 +197,7 @@ func TestClient(t *testing.T) {
 		}
 	})
 
-	t.Run("acquire time: kept by renewals, new for a new run", func(t *testing.T) {
+	t.Run("since: the Lease's creation, kept by renewals, new for a new run", func(t *testing.T) {
 		since := func() time.Time {
 			nodes, _, _ := b.Snapshot()
 			a, _ := byName(nodes, "a")
@@ -219,7 +220,22 @@ func TestClient(t *testing.T) {
 		if err := other.Heartbeat(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*leaseDuration, "a new acquire time", func() bool { return since().After(first) })
+		eventually(t, 10*leaseDuration, "a new Since", func() bool { return since().After(first) })
+		l, err := kube.CoordinationV1().Leases(k8s.DefaultLeaseNamespace).Get(ctx, k8s.LeaseName("a"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.CreationTimestamp.Equal(&metav1.Time{Time: since()}) {
+			t.Errorf("Since = %v, want the Lease's creationTimestamp %v", since(), l.CreationTimestamp)
+		}
+		node, err := kube.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "a", UID: node.UID}}
+		if diff := cmp.Diff(want, l.OwnerReferences); diff != "" {
+			t.Errorf("owners of a's Lease (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("failover: a node whose lease stops is not ready within the lease duration", func(t *testing.T) {
@@ -248,23 +264,6 @@ func TestClient(t *testing.T) {
 		t.Logf("a not ready %v after its lease was deleted", took)
 		stopA = heartbeat("a")
 		eventually(t, 5*leaseDuration, "a ready again", func() bool { return ready(b, "a") })
-	})
-
-	t.Run("data-plane probe", func(t *testing.T) {
-		drain(b.Changes())
-		b.SetForwarding("b", false)
-		if ready(b, "b") {
-			t.Error("b ready although marked not forwarding")
-		}
-		select {
-		case <-b.Changes():
-		case <-time.After(time.Second):
-			t.Error("no change signalled")
-		}
-		b.SetForwarding("b", true)
-		if !ready(b, "b") {
-			t.Error("b not ready after forwarding again")
-		}
 	})
 
 	t.Run("publish only when changed", func(t *testing.T) {
@@ -351,6 +350,21 @@ func TestClient(t *testing.T) {
 		}
 	})
 	stopB()
+}
+
+// runHeartbeat renews node's Lease every period until ctx ends, as the
+// agent does.
+func runHeartbeat(ctx context.Context, b k8s.Backend, node string, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		_ = b.Heartbeat(ctx, node)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // setStatus writes a Ready status with rx bytes.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
@@ -26,7 +25,10 @@ type Fake struct {
 	Heartbeats map[string]int
 	// PeerStatus holds the last status written per Peer.
 	PeerStatus map[string]v1alpha1.PeerStatus
-	// NotForwarding holds the nodes marked by SetForwarding(node, false).
+	// heartbeatErr is what Heartbeat returns (FailHeartbeats).
+	heartbeatErr error
+	// NotForwarding holds the nodes marked by SetForwarding(node, false):
+	// they are not Ready, as if their Lease had expired.
 	NotForwarding map[string]bool
 }
 
@@ -83,12 +85,23 @@ func (f *Fake) PublishNode(_ context.Context, name string, a NodeAnnotations) er
 	return nil
 }
 
-// Heartbeat implements Backend.
+// Heartbeat implements Backend; it counts the heartbeats that succeed.
 func (f *Fake) Heartbeat(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.heartbeatErr != nil {
+		return f.heartbeatErr
+	}
 	f.Heartbeats[name]++
 	return nil
+}
+
+// FailHeartbeats makes every following Heartbeat return err (as during an
+// API outage), or succeed again when err is nil.
+func (f *Fake) FailHeartbeats(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.heartbeatErr = err
 }
 
 // HeartbeatCount returns the heartbeats of node since its last release.
@@ -96,20 +109,6 @@ func (f *Fake) HeartbeatCount(node string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.Heartbeats[node]
-}
-
-// RunHeartbeat implements Backend.
-func (f *Fake) RunHeartbeat(ctx context.Context, name string, every time.Duration) error {
-	t := time.NewTicker(max(every, time.Millisecond))
-	defer t.Stop()
-	for {
-		_ = f.Heartbeat(ctx, name)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // ReleaseHeartbeat implements Backend.
@@ -140,7 +139,8 @@ func (f *Fake) UpdatePeerStatus(_ context.Context, name string, mutate func(*v1a
 	return nil
 }
 
-// SetForwarding implements Backend.
+// SetForwarding marks node as not Ready (forwarding false: as if its Lease
+// had expired) or lifts the mark, and signals a change when it changed.
 func (f *Fake) SetForwarding(node string, forwarding bool) {
 	f.mu.Lock()
 	changed := f.NotForwarding[node] == forwarding

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -16,22 +17,13 @@ func LeaseFresh(observed, now time.Time, d time.Duration) bool {
 	return !observed.IsZero() && now.Sub(observed) < d
 }
 
-// NodeReady reports whether a node may carry traffic: its Node's Ready
-// condition is not False, its Lease is fresh, and no data-plane probe said
-// it does not forward.
-func NodeReady(conditionReady, leaseFresh, forwarding bool) bool {
-	return conditionReady && leaseFresh && forwarding
-}
-
 // leases tracks when this process last saw each node's heartbeat Lease
-// change, and which nodes a probe marked as not forwarding.
+// change.
 type leases struct {
 	mu sync.Mutex
 	// seen is the renewal last observed per node: the Lease's version and
 	// the local time it was first seen.
 	seen map[string]renewal
-	// notForwarding holds nodes marked by SetForwarding(node, false).
-	notForwarding map[string]bool
 }
 
 // renewal is one observed version of a Lease.
@@ -41,24 +33,29 @@ type renewal struct {
 	// at is when this process saw the version; zero when it was only read
 	// in the initial list (a renewal not observed live).
 	at time.Time
-	// acquired is the Lease's acquire time: when the agent's run began.
-	acquired time.Time
+	// created is the Lease's creationTimestamp, set by the API server when
+	// the node's agent began its run (or began again as new): one clock for
+	// every node, so the ordering is the same for every agent.
+	created time.Time
 }
 
 func newLeases() *leases {
-	return &leases{seen: make(map[string]renewal), notForwarding: make(map[string]bool)}
+	return &leases{seen: make(map[string]renewal)}
 }
 
-// leaseNode returns the node a heartbeat Lease belongs to: its holder,
-// else its name without LeasePrefix.
+// leaseNode returns the node a heartbeat Lease belongs to: its name without
+// LeasePrefix, or "" when the name has no such prefix or the Lease is held
+// by another node (a Lease is trusted only for the node it is named after,
+// which is what the admission policy lets that node's agent write).
 func leaseNode(l *coordinationv1.Lease) string {
-	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
-		return *h
+	node, ok := strings.CutPrefix(l.Name, LeasePrefix)
+	if !ok || node == "" {
+		return ""
 	}
-	if len(l.Name) > len(LeasePrefix) && l.Name[:len(LeasePrefix)] == LeasePrefix {
-		return l.Name[len(LeasePrefix):]
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" && *h != node {
+		return ""
 	}
-	return ""
+	return node
 }
 
 func leaseVersion(l *coordinationv1.Lease) string {
@@ -77,66 +74,48 @@ func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool, 
 		return false
 	}
 	v := leaseVersion(l)
-	var acquired time.Time
-	if l.Spec.AcquireTime != nil {
-		acquired = l.Spec.AcquireTime.Time
-	}
+	created := l.CreationTimestamp.Time
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old, ok := ls.seen[node]
 	switch {
 	case initial && !ok:
-		ls.seen[node] = renewal{version: v, acquired: acquired}
+		ls.seen[node] = renewal{version: v, created: created}
 		return false
-	case !ok || old.version != v:
-		ls.seen[node] = renewal{version: v, at: now, acquired: acquired}
+	case !ok || old.version != v || !old.created.Equal(created):
+		ls.seen[node] = renewal{version: v, at: now, created: created}
 		return !LeaseFresh(old.at, now, d)
 	}
 	return false
 }
 
-// acquired returns the acquire time of every node's Lease.
-func (ls *leases) acquired() map[string]time.Time {
+// since returns the creation time of every node's Lease.
+func (ls *leases) since() map[string]time.Time {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	out := make(map[string]time.Time, len(ls.seen))
 	for node, r := range ls.seen {
-		out[node] = r.acquired
+		out[node] = r.created
 	}
 	return out
 }
 
 // forget drops a deleted Lease: its node is no longer ready.
 func (ls *leases) forget(l *coordinationv1.Lease) {
+	node := leaseNode(l)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	delete(ls.seen, leaseNode(l))
+	delete(ls.seen, node)
 }
 
-// setForwarding records a probe's verdict; it reports whether it changed.
-func (ls *leases) setForwarding(node string, forwarding bool) bool {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	changed := ls.notForwarding[node] == forwarding
-	if forwarding {
-		delete(ls.notForwarding, node)
-	} else {
-		ls.notForwarding[node] = true
-	}
-	return changed
-}
-
-// ready returns, for every node with a Lease or a probe verdict, whether its
-// Lease is fresh at now and it forwards.
+// ready returns, for every node with a Lease, whether its Lease is fresh at
+// now.
 func (ls *leases) ready(now time.Time, d time.Duration) map[string]bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	out := make(map[string]bool, len(ls.seen))
 	for node, r := range ls.seen {
-		out[node] = NodeReady(true, LeaseFresh(r.at, now, d), !ls.notForwarding[node])
-	}
-	for node := range ls.notForwarding {
-		out[node] = false
+		out[node] = LeaseFresh(r.at, now, d)
 	}
 	return out
 }

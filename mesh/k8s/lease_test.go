@@ -32,27 +32,11 @@ func TestLeaseFresh(t *testing.T) {
 	}
 }
 
-func TestNodeReady(t *testing.T) {
-	for _, tc := range []struct {
-		name                         string
-		condition, fresh, forwarding bool
-		want                         bool
-	}{
-		{name: "all good", condition: true, fresh: true, forwarding: true, want: true},
-		{name: "Node Ready False", condition: false, fresh: true, forwarding: true},
-		{name: "stale lease", condition: true, fresh: false, forwarding: true},
-		{name: "probe says not forwarding", condition: true, fresh: true, forwarding: false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := NodeReady(tc.condition, tc.fresh, tc.forwarding); got != tc.want {
-				t.Errorf("NodeReady = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
+// created is the API server's creation time of the Leases built by lease.
+var created = time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)
 
 func lease(name, holder string, renew time.Time) *coordinationv1.Lease {
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"}}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", CreationTimestamp: metav1.NewTime(created)}}
 	if holder != "" {
 		l.Spec.HolderIdentity = &holder
 	}
@@ -121,14 +105,16 @@ func TestLeaseTracking(t *testing.T) {
 			want: map[string]bool{"a": false, "b": true, "c": true},
 		},
 		{
-			name: "probe marks c not forwarding",
-			do:   func() { ls.setForwarding("c", false) },
+			name: "a Lease named after c but held by b is not trusted for either",
+			do: func() {
+				turned(ls.observe(lease("kilo-c", "b", wall.Add(time.Hour)), t0.Add(4*time.Second), false, d), false)
+			},
 			at:   4 * time.Second,
-			want: map[string]bool{"a": false, "b": true, "c": false},
+			want: map[string]bool{"a": false, "b": true, "c": true},
 		},
 		{
-			name: "b's lease deleted, c forwards again",
-			do:   func() { ls.forget(lease("kilo-b", "b", wall)); ls.setForwarding("c", true) },
+			name: "b's lease deleted",
+			do:   func() { ls.forget(lease("kilo-b", "b", wall)) },
 			at:   4 * time.Second,
 			want: map[string]bool{"a": false, "c": true},
 		},
@@ -157,7 +143,42 @@ func TestLeaseTracking(t *testing.T) {
 			t.Errorf("%s: unobserved = %v, want %v", s.name, got, s.unobs)
 		}
 	}
-	if !ls.setForwarding("x", false) || ls.setForwarding("x", false) || !ls.setForwarding("x", true) {
-		t.Error("setForwarding does not report changes exactly")
+}
+
+// TestLeaseSince checks that a node's Since is its Lease's creation time,
+// which only the API server's clock sets: a renewal keeps it, a Lease
+// created again (the node starts anew) moves it, and the renewing node's
+// own clock (renewTime, acquireTime) plays no part.
+func TestLeaseSince(t *testing.T) {
+	const d = 3 * time.Second
+	t0 := time.Now()
+	ls := newLeases()
+	a := lease("kilo-a", "a", created.Add(time.Hour)) // a's clock is an hour ahead
+	acquired := metav1.NewMicroTime(created.Add(-24 * time.Hour))
+	a.Spec.AcquireTime = &acquired
+	ls.observe(a, t0, false, d)
+	b := lease("kilo-b", "b", created)
+	b.CreationTimestamp = metav1.NewTime(created.Add(time.Second))
+	ls.observe(b, t0, false, d)
+	want := map[string]time.Time{"a": created, "b": created.Add(time.Second)}
+	if diff := cmp.Diff(want, ls.since()); diff != "" {
+		t.Fatalf("since (-want +got):\n%s", diff)
+	}
+	renewed := a.DeepCopy()
+	m := metav1.NewMicroTime(created.Add(2 * time.Hour))
+	renewed.Spec.RenewTime = &m
+	ls.observe(renewed, t0.Add(time.Second), false, d)
+	if got := ls.since()["a"]; !got.Equal(created) {
+		t.Errorf("a renewal moved Since to %v", got)
+	}
+	// a's Lease created again, seen as an update (a watch that missed the
+	// delete) with the same renewTime: it is a new run.
+	again := renewed.DeepCopy()
+	again.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	if !ls.observe(again, t0.Add(10*time.Second), false, d) {
+		t.Error("the recreated Lease of a stale node did not turn it fresh")
+	}
+	if got := ls.since()["a"]; !got.Equal(created.Add(time.Minute)) {
+		t.Errorf("Since = %v after the Lease was created again, want %v", got, created.Add(time.Minute))
 	}
 }

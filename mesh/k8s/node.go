@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
@@ -102,11 +101,10 @@ func (p *nodeParser) key() wgconf.Key {
 	if s == "" {
 		return wgconf.Key{}
 	}
-	if v1alpha1.ValidateKey("publicKey", s) != nil {
+	k, err := parseKey(s)
+	if err != nil {
 		p.fail(name, s, wantKey)
-		return wgconf.Key{}
 	}
-	k, _ := wgconf.ParseKey(s) // cannot fail after ValidateKey
 	return k
 }
 

@@ -83,6 +83,30 @@ func TestPeerFromObject(t *testing.T) {
 			errs: []error{ErrInvalidPeer, v1alpha1.ErrInvalidAllowedIPs, v1alpha1.ErrInvalidKeepalive},
 			text: `"10.300.0.0/16" is not a CIDR`,
 		},
+		{
+			name: "key of 32 bytes with a newline inside (base64 would skip it)",
+			spec: `{"allowedIPs":["10.5.100.3/32"],"publicKey":"` + keyA[:20] + `\n` + keyA[20:] + `"}`,
+			errs: []error{ErrInvalidPeer, v1alpha1.ErrInvalidKey},
+			text: `must be 44 base64 characters`,
+		},
+		{
+			name: "bad preshared key",
+			spec: `{"allowedIPs":["10.5.100.3/32"],"publicKey":"` + keyA + `","presharedKey":"secret"}`,
+			errs: []error{ErrInvalidPeer, v1alpha1.ErrInvalidKey},
+			text: `presharedKey`,
+		},
+		{
+			name: "no allowed IPs",
+			spec: `{"allowedIPs":[],"publicKey":"` + keyA + `"}`,
+			errs: []error{ErrInvalidPeer, v1alpha1.ErrInvalidAllowedIPs},
+			text: `the list is empty`,
+		},
+		{
+			name: "keepalive above 65535",
+			spec: `{"allowedIPs":["10.5.100.3/32"],"publicKey":"` + keyA + `","persistentKeepalive":65536}`,
+			errs: []error{ErrInvalidPeer, v1alpha1.ErrInvalidKeepalive},
+			text: `65536`,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := peerFromJSON(t, `{"metadata":{"name":"p"},"spec":`+tc.spec+`}`)

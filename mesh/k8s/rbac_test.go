@@ -98,7 +98,8 @@ func TestNewWithoutCRD(t *testing.T) {
 	}
 }
 
-// applyFile creates every object of a multi-document YAML file.
+// applyFile creates every object of a multi-document YAML file that does
+// not exist yet.
 func applyFile(t *testing.T, cfg *rest.Config, file string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -121,7 +122,7 @@ func applyFile(t *testing.T, cfg *rest.Config, file string) {
 		if len(u.Object) == 0 {
 			continue
 		}
-		if err := cl.Create(t.Context(), u); err != nil {
+		if err := cl.Create(t.Context(), u); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}

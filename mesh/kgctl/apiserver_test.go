@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,12 @@ func TestAPIServer(t *testing.T) {
 		}
 		hctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); _ = agents.RunHeartbeat(hctx, n.Name, 0) }()
+		go func() {
+			defer close(done)
+			for t := time.NewTicker(time.Second); hctx.Err() == nil; <-t.C {
+				_ = agents.Heartbeat(hctx, n.Name)
+			}
+		}()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 

@@ -1,7 +1,7 @@
 // Package k8stest starts a real Kubernetes API server (etcd and
 // kube-apiserver from the lab binaries, through controller-runtime's envtest)
-// with the mesh CRDs installed, for tests of the kilo.squat.ai API and of the
-// Kubernetes backend.
+// with the mesh CRDs and the heartbeat Leases' namespace, for tests of the
+// kilo.squat.ai API and of the Kubernetes backend.
 //
 // The binaries come from $KILOFED_LAB_BINS, else from the folder that
 // e2e/labbins/build.sh prints. When they are missing, Start skips the test,
@@ -10,6 +10,7 @@
 package k8stest
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,8 +18,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kilofed/kilofed/mesh/k8s"
 )
 
 // Versions of the lab binaries, as pinned by e2e/labbins/build.sh.
@@ -104,5 +110,15 @@ func Start(t testing.TB) *Env {
 			t.Logf("stop the API server: %v", err)
 		}
 	})
+	// The heartbeat Leases' namespace, which the agent's RBAC manifest
+	// creates in a real cluster.
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k8s.DefaultLeaseNamespace}}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns.Name, err)
+	}
 	return &Env{Config: cfg, Environment: env}
 }
