@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -95,9 +94,15 @@ type Agent struct {
 	cfg Config
 	log *slog.Logger
 
+	// now and newTicker are the clock; tests replace them.
+	now       func() time.Time
+	newTicker func(time.Duration) ticker
+
 	mu       sync.Mutex
 	topo     *topology.Topology
-	lastErr  error
+	started  time.Time // when New ran
+	lastDone time.Time // when the last reconciliation finished, even failed
+	lastErr  error     // the last reconciliation's error
 	lastOK   time.Time
 	leaders  map[string]string
 	problems string
@@ -150,42 +155,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, log: log, leaders: map[string]string{},
+		now: time.Now, newTicker: newTimeTicker, started: time.Now(),
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
 		nudge: newNudger(),
 	}, nil
-}
-
-// Run reconciles on every change and every resync period until ctx ends.
-func (a *Agent) Run(ctx context.Context) error {
-	tick := time.NewTicker(a.cfg.ResyncPeriod)
-	defer tick.Stop()
-	nudge := time.NewTicker(nudgeTick)
-	defer nudge.Stop()
-	for {
-		if err := a.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error("reconcile failed", "err", err)
-		}
-		if !a.waitForChange(ctx, tick.C, nudge.C) {
-			return nil
-		}
-	}
-}
-
-// waitForChange restarts first handshakes on every nudge tick until the
-// cluster changes or the resync period passes (true), or ctx ends (false).
-func (a *Agent) waitForChange(ctx context.Context, resync, nudge <-chan time.Time) bool {
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-a.cfg.Backend.Changes():
-			return true
-		case <-resync:
-			return true
-		case <-nudge:
-			a.restartHandshakes(ctx)
-		}
-	}
 }
 
 // Topology returns the topology of the last reconciliation, nil before it.
@@ -193,14 +166,4 @@ func (a *Agent) Topology() *topology.Topology {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.topo
-}
-
-// Healthy returns nil when the last reconciliation succeeded.
-func (a *Agent) Healthy() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.lastOK.IsZero() && a.lastErr == nil {
-		return errors.New("not reconciled yet")
-	}
-	return a.lastErr
 }

@@ -187,11 +187,13 @@ func (t *Topology) relayedPeers(s *Segment) (int, []Peer) {
 	return t.gatewaySegment(), out
 }
 
-// PreferLearntEndpoint reports whether the agent should keep an endpoint
-// learnt from the WireGuard handshakes of key over the configured one: the
-// key belongs to a segment whose leader has no public endpoint (its
-// configured endpoint is an internal IP that NAT hides) or to a Peer
-// without endpoint (a roaming client).
+// PreferLearntEndpoint reports whether an endpoint learnt from the
+// WireGuard handshakes of key wins over the configured one (the
+// KeepLearntEndpoint of its peer configuration): the key belongs to a
+// segment whose leader has no public endpoint (its configured endpoint is
+// an internal IP that NAT hides) or to a Peer without endpoint (a roaming
+// client). Every other peer is configured at its own endpoint, so a changed
+// force-endpoint or DNS name takes effect at once.
 func (t *Topology) PreferLearntEndpoint(key wgconf.Key) bool {
 	for i := range t.Segments {
 		if t.Segments[i].Key() == key {
@@ -213,6 +215,7 @@ func segmentPeer(s *Segment, keepalive time.Duration) wgconf.Peer {
 		PublicKey:           s.Key(),
 		Endpoint:            netip.AddrPortFrom(e.Addr.Addr(), e.Port),
 		EndpointDNS:         e.DNS,
+		KeepLearntEndpoint:  !s.public,
 		AllowedIPs:          slices.Clone(s.AllowedIPs),
 		PersistentKeepalive: keepalive,
 	}
@@ -223,6 +226,7 @@ func peerPeer(p Peer, keepalive time.Duration) wgconf.Peer {
 		Name:                p.Name,
 		PublicKey:           p.PublicKey,
 		PresharedKey:        copyKey(p.PresharedKey),
+		KeepLearntEndpoint:  p.Endpoint == nil,
 		AllowedIPs:          slices.Clone(p.AllowedIPs),
 		PersistentKeepalive: keepalive,
 	}

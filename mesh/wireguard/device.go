@@ -17,7 +17,8 @@ type Device interface {
 	// Set makes the device match cfg, sending only the differences: new
 	// peers are added, peers absent from cfg removed, changed peers updated
 	// in place, and unchanged peers left alone so their sessions survive.
-	// Endpoints learnt from recent handshakes are kept (see MergeLearned).
+	// Endpoints learnt from recent handshakes of peers behind NAT are kept
+	// (see MergeLearned).
 	// It is safe to call again with the same cfg.
 	Set(ctx context.Context, cfg wgconf.Config) error
 	// Show returns the live state of the interface and its peers.

@@ -31,6 +31,11 @@ type Peer struct {
 	Endpoint netip.AddrPort
 	// EndpointDNS is the name the endpoint came from, for rendering.
 	EndpointDNS string
+	// KeepLearntEndpoint reports whether an endpoint learnt from the
+	// peer's recent handshakes wins over Endpoint: the peer sits behind
+	// NAT (Endpoint is a guess, such as an internal IP) or roams. When it
+	// is false, a changed Endpoint replaces the learnt one at once.
+	KeepLearntEndpoint bool
 	// AllowedIPs are the ranges routed to the peer.
 	AllowedIPs []netip.Prefix
 	// PersistentKeepalive; zero disables it.
