@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/mtu"
 	"github.com/kilofed/kilofed/mesh/route"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
@@ -106,14 +106,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 
 // loadConfig turns the flags into topology options and loads (or creates)
 // the node's WireGuard key.
-func loadConfig(o options, log *slog.Logger) (topology.Options, wgtypes.Key, error) {
+func loadConfig(o options, log *slog.Logger) (topology.Options, wgconf.SecretKey, error) {
 	topo, err := o.topologyOptions()
 	if err != nil {
-		return topo, wgtypes.Key{}, err
+		return topo, wgconf.SecretKey{}, err
 	}
-	key, created, err := agent.LoadOrCreateKey(o.keyFile)
+	key, created, err := agent.LoadOrCreateKey(o.keyFile, log)
 	if err != nil {
-		return topo, wgtypes.Key{}, err
+		return topo, wgconf.SecretKey{}, err
 	}
 	log.Info("WireGuard key ready", "file", o.keyFile, "created", created, "public", key.PublicKey().String())
 	return topo, key, nil
@@ -293,7 +293,7 @@ func announcedEndpoint(o options, addrs addresses) string {
 }
 
 // agentConfig assembles the agent's configuration.
-func agentConfig(ctx context.Context, o options, topo topology.Options, key wgtypes.Key, backend *k8s.Client, addrs addresses, dp *dataplane, reg *prometheus.Registry, log *slog.Logger) agent.Config {
+func agentConfig(ctx context.Context, o options, topo topology.Options, key wgconf.SecretKey, backend *k8s.Client, addrs addresses, dp *dataplane, reg *prometheus.Registry, log *slog.Logger) agent.Config {
 	cfg := agent.Config{
 		Hostname:             o.hostname,
 		Backend:              backend,

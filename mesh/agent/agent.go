@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
-
 	"github.com/kilofed/kilofed/mesh/firewall"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
@@ -43,7 +41,7 @@ type Config struct {
 	// Topology are the options every agent computes the mesh with.
 	Topology topology.Options
 	// PrivateKey is this node's WireGuard private key.
-	PrivateKey wgtypes.Key
+	PrivateKey wgconf.SecretKey
 	// ListenPort is the WireGuard UDP port.
 	ListenPort int
 	// Endpoint, when set, is published as this node's endpoint (host:port).

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/route"
@@ -32,9 +31,9 @@ func (l *fakeLinks) SetAddresses(name string, addrs []netip.Prefix) error {
 }
 func (l *fakeLinks) SetUp(string) error { return nil }
 
-func key(t *testing.T, seed byte) wgtypes.Key {
+func key(t *testing.T, seed byte) wgconf.SecretKey {
 	t.Helper()
-	var k wgtypes.Key
+	var k wgconf.SecretKey
 	for i := range k {
 		k[i] = seed + byte(i)
 	}
@@ -42,7 +41,7 @@ func key(t *testing.T, seed byte) wgtypes.Key {
 }
 
 // pubKey is the public half of key(t, seed).
-func pubKey(t *testing.T, seed byte) wgconf.Key { return wgconf.Key(key(t, seed).PublicKey()) }
+func pubKey(t *testing.T, seed byte) wgconf.Key { return key(t, seed).PublicKey() }
 
 // seedNodes are the Chinese seed's two nodes, each with a second node in
 // its location, all ready.
@@ -263,7 +262,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kilo", "key")
-	k1, created, err := LoadOrCreateKey(path)
+	k1, created, err := LoadOrCreateKey(path, nil)
 	if err != nil || !created {
 		t.Fatalf("first load: created=%v err=%v", created, err)
 	}
@@ -274,14 +273,14 @@ func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
 	}
-	k2, created, err := LoadOrCreateKey(path)
+	k2, created, err := LoadOrCreateKey(path, nil)
 	if err != nil || created || k1 != k2 {
 		t.Errorf("second load: created=%v err=%v same=%v", created, err, k1 == k2)
 	}
 	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "delete the file") {
+	if _, _, err := LoadOrCreateKey(path, nil); err == nil || !strings.Contains(err.Error(), "delete the file") {
 		t.Errorf("garbage key: err = %v, want advice to delete the file", err)
 	}
 }

@@ -50,7 +50,7 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 		segmentIP = s.WireGuardIP
 	}
 	pub := k8s.NodeAnnotations{
-		Key:         wgconf.Key(a.cfg.PrivateKey.PublicKey()),
+		Key:         a.cfg.PrivateKey.PublicKey(),
 		Endpoint:    a.cfg.Endpoint,
 		InternalIP:  a.cfg.InternalIP,
 		InternalIP6: a.cfg.InternalIP6,
@@ -61,14 +61,14 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 	step(stepPublish, "publish node", a.cfg.Backend.PublishNode(actx, name, pub))
 	cancel()
 
-	conf, err := topo.WireGuardConfig(name, wgconf.SecretKey(a.cfg.PrivateKey))
+	conf, err := topo.WireGuardConfig(name, a.cfg.PrivateKey)
 	if err != nil {
 		// Not in the mesh yet (no key published until now) or excluded:
 		// keep the interface up with no peers; the problem is logged.
 		if !errors.Is(err, topology.ErrUnknownNode) && !errors.Is(err, topology.ErrExcluded) {
 			step(stepWireGuard, "wireguard config", err)
 		}
-		conf = wgconf.Config{PrivateKey: wgconf.SecretKey(a.cfg.PrivateKey)}
+		conf = wgconf.Config{PrivateKey: a.cfg.PrivateKey}
 	}
 	conf.ListenPort = a.cfg.ListenPort
 	if err := a.cfg.Device.Set(ctx, conf); err != nil {

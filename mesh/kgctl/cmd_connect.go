@@ -18,6 +18,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 	"github.com/kilofed/kilofed/mesh/wireguard"
+	"log/slog"
 )
 
 // DefaultKeyFile returns where connect keeps the private key of peer:
@@ -117,8 +118,7 @@ a new key pair whose private half goes to --private-key-file:
 // if missing), creating the Peer with spec if needed, and waits until the
 // source sees it. It returns the private key.
 func createPeer(ctx context.Context, env *Env, src Source, name, keyFile string, spec v1alpha1.PeerSpec) (wgconf.SecretKey, error) {
-	k, created, err := agent.LoadOrCreateKey(keyFile)
-	key := wgconf.SecretKey(k)
+	key, created, err := agent.LoadOrCreateKey(keyFile, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return key, err
 	}
