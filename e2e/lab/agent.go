@@ -26,11 +26,11 @@ const AgentLink = "kilo0"
 // /graph) on every interface of its node.
 const AgentHTTPPort = 1107
 
-// agentScript returns the sh -c script that runs kg on node n: a private
-// tmpfs on /run/wireguard (in the mount namespace `ip netns exec` gives
-// it), so that every node's embedded WireGuard can be called kilo0 as in
-// production, then exec kg.
-func (n *Node) agentScript(o AgentOptions) (string, error) {
+// agentScript returns the sh -c script that runs kg on node n with the
+// given kubeconfig: a private tmpfs on /run/wireguard (in the mount
+// namespace `ip netns exec` gives it), so that every node's embedded
+// WireGuard can be called kilo0 as in production, then exec kg.
+func (n *Node) agentScript(o AgentOptions, kubeconfig string) (string, error) {
 	if o.Binary == "" {
 		return "", errors.New("AgentOptions.Binary is empty: give the path of kg (go build ./cmd/kg)")
 	}
@@ -43,7 +43,7 @@ func (n *Node) agentScript(o AgentOptions) (string, error) {
 	c := n.cluster
 	args := []string{
 		o.Binary,
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + kubeconfig,
 		"--hostname=" + n.Name,
 		"--subnet=" + c.WireGuardSubnet.String(),
 		"--mesh-granularity=" + o.Granularity,

@@ -8,16 +8,29 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // StartAgent runs the real kg agent on the node (see AgentOptions), with a
 // private /run/wireguard so that its embedded WireGuard device is kilo0
 // (AgentLink), its key in Dir/keys/<cluster>-<node>/, and its output in
-// Dir/logs/<cluster>-<node>-kg.log. Inspect its device with
+// Dir/logs/<cluster>-<node>-kg.log. It authenticates as a real agent pod
+// does: the cluster gets the mesh's manifests first (Cluster.InstallMesh),
+// and kg a token bound to its node (Node.AgentKubeconfig), so that it may
+// write only its own node's state. Inspect its device with
 // Process.NsEnter(ctx, "wg", "show", AgentLink). Close stops it (kg
 // removes its routes and rules on SIGTERM).
 func (n *Node) StartAgent(o AgentOptions) (*Process, error) {
-	script, err := n.agentScript(o)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.cluster.InstallMesh(ctx); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := n.AgentKubeconfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	script, err := n.agentScript(o, kubeconfig)
 	if err != nil {
 		return nil, err
 	}

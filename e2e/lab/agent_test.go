@@ -12,7 +12,7 @@ func TestAgentScript(t *testing.T) {
 	l.Dir = "/tmp/kfl-gold-1"
 	n := l.Cluster("c1").Node("node-beijing")
 	prefix := "mkdir -p /run/wireguard && mount -t tmpfs kfl-wg /run/wireguard && exec "
-	common := "'--kubeconfig=' '--hostname=node-beijing' '--subnet=10.5.0.0/16' "
+	common := "'--kubeconfig=/tmp/kfl-gold-1/c1/kg-node-beijing.kubeconfig' '--hostname=node-beijing' '--subnet=10.5.0.0/16' "
 	tail := " '--wireguard=userspace' '--key-file=/tmp/kfl-gold-1/keys/c1-node-beijing/key'"
 	tests := []struct {
 		name    string
@@ -35,7 +35,7 @@ func TestAgentScript(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := n.agentScript(tt.opts)
+			got, err := n.agentScript(tt.opts, "/tmp/kfl-gold-1/c1/kg-node-beijing.kubeconfig")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("agentScript = %q, %v; want an error containing %q", got, err, tt.wantErr)

@@ -76,9 +76,10 @@ type Node struct {
 	// Leader reports whether the node carries the kilo.squat.ai/leader annotation.
 	Leader bool
 	// Since is when the node's agent began its current run (its heartbeat
-	// lease's acquire time); zero when unknown. Among candidates that are
-	// otherwise equal, the one running longest leads, so a node that starts
-	// or comes back never takes leadership from a working one.
+	// Lease's creation time, set by the API server); zero when unknown.
+	// Among candidates that are otherwise equal, the one running longest
+	// leads, so a node that starts or comes back never takes leadership
+	// from a working one.
 	Since time.Time
 	// Ready reports whether the node's agent is alive (fresh lease) and
 	// forwarding; only ready nodes are elected leader.
