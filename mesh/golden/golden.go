@@ -17,10 +17,18 @@ var update = flag.Bool("update", false, "rewrite the testdata golden files from 
 // Check compares got with testdata/name, or writes got there under -update.
 func Check(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
+	check(t, filepath.Join("testdata", name), got, *update)
+}
+
+// check compares got with the file at path, or writes it there when
+// update is set; the flag stays out, so that the package's own tests do
+// not depend on it.
+func check(t testing.TB, path, got string, update bool) {
+	t.Helper()
+	if update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
+			return
 		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -30,6 +38,7 @@ func Check(t testing.TB, name, got string) {
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
+		return
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s differs (-want +got); run go test -update if the change is right:\n%s", path, diff)
