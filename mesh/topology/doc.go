@@ -113,8 +113,10 @@
 // else the internal IP, with Options.Port when no port is given. A leader
 // without public endpoint is configured at its internal IP anyway: the NAT'd
 // side initiates (it has persistentKeepalive) and WireGuard's roaming then
-// learns its real address; the agent keeps endpoints learnt from handshakes
-// (see PreferLearntEndpoint and wireguard.MergeLearned). A link's
+// learns its real address, which its peer configuration keeps
+// (KeepLearntEndpoint, see wireguard.MergeLearned). Every other peer is
+// configured at its endpoint even when an older address still answers, so
+// a changed force-endpoint or DNS answer takes effect at once. A link's
 // PersistentKeepalive is the larger keepalive of its two ends, so a side
 // behind NAT, or a Peer asking for an always-up tunnel, keeps it warm.
 //
