@@ -309,6 +309,7 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		Links:                links{},
 		Router:               dp.router,
 		IPTablesForwardRules: o.iptablesForwardRules,
+		ServeGraph:           o.serveGraph,
 		ResyncPeriod:         o.resync,
 		Metrics:              agent.NewMetrics(reg),
 		Logger:               log.With("component", "agent"),

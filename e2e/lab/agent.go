@@ -22,8 +22,8 @@ type AgentOptions struct {
 // AgentLink is the WireGuard device kg creates on each node.
 const AgentLink = "kilo0"
 
-// AgentHTTPPort is the port of kg's HTTP server (/metrics, /health,
-// /graph) on every interface of its node.
+// AgentHTTPPort is the port of kg's HTTP server (/metrics, /health; /graph
+// with --serve-graph) on every interface of its node.
 const AgentHTTPPort = 1107
 
 // agentScript returns the sh -c script that runs kg on node n with the

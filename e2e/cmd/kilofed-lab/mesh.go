@@ -18,7 +18,7 @@ import (
 var peerCRD = filepath.Join("mesh", "config", "crd", "kilo.squat.ai_peers.yaml")
 
 // meshOptions are how the demo and `up --kg` run the agents.
-var meshOptions = lab.AgentOptions{Granularity: "location", Encapsulate: "never"}
+var meshOptions = lab.AgentOptions{Granularity: "location", Encapsulate: "never", Extra: []string{"--serve-graph"}} // /graph: topologyDOT's fallback
 
 // locateKG returns the kg binary: flagPath if given (an error if it does
 // not exist), else kg next to this executable, else "" (see buildKG).
