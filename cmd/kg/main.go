@@ -3,6 +3,7 @@
 // one per node (a DaemonSet in production, a process per node namespace in
 // the lab). It accepts every flag of Kilo's kg, so Kilo's manifests run
 // unchanged; the few that do not apply to kilofed are logged once at start.
+// "kg webhook" is Kilo's validating admission webhook for Peers.
 package main
 
 import (
