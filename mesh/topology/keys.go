@@ -54,8 +54,8 @@ func (h keyHolders) nodeClash(key wgconf.Key, self string) ([]string, bool) {
 	return others, slices.ContainsFunc(others, func(s string) bool { return strings.HasPrefix(s, KindNode+" ") })
 }
 
-// and joins names as `a`, `a and b`, `a, b and c`.
-func and(names []string) string {
+// joinNames joins names as `a`, `a and b`, `a, b and c`.
+func joinNames(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

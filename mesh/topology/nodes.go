@@ -78,7 +78,7 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) [
 		}
 		if others, ok := holders.nodeClash(n.Key, KindNode+" "+quote(n.Name)); ok {
 			ps.add(KindNode, n.Name, Excluded, CodeDuplicateKey,
-				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", and(others))
+				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", joinNames(others))
 			continue
 		}
 		m := normalizeNode(n)

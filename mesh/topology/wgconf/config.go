@@ -93,13 +93,3 @@ func (p Peer) endpoint() string {
 	}
 	return p.Endpoint.String()
 }
-
-// String summarises iface like Config's String, with its addresses.
-func (iface Interface) String() string {
-	return fmt.Sprintf("{Address:%v %s}", iface.Address, iface.Config)
-}
-
-// LogValue logs iface without its private key.
-func (iface Interface) LogValue() slog.Value {
-	return slog.GroupValue(slog.Any("address", iface.Address), slog.Any("config", iface.Config))
-}

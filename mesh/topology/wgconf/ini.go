@@ -2,6 +2,7 @@ package wgconf
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 )
@@ -9,7 +10,8 @@ import (
 // Interface is the [Interface] section of a wg-quick file; only Render uses
 // Address, DNS and MTU, which the wg tool itself does not know.
 type Interface struct {
-	// PrivateKey is rendered only when Render is asked to.
+	// Config holds the private key (written only with WithPrivateKey),
+	// the listen port and the peers.
 	Config
 	// Address lists the interface addresses (wg-quick's Address).
 	Address []netip.Prefix
@@ -17,6 +19,16 @@ type Interface struct {
 	DNS []netip.Addr
 	// MTU is wg-quick's MTU; zero omits it.
 	MTU int
+}
+
+// String summarises iface like Config's String, with its addresses.
+func (iface Interface) String() string {
+	return fmt.Sprintf("{Address:%v %s}", iface.Address, iface.Config)
+}
+
+// LogValue logs iface without its private key.
+func (iface Interface) LogValue() slog.Value {
+	return slog.GroupValue(slog.Any("address", iface.Address), slog.Any("config", iface.Config))
 }
 
 // RenderOptions say how much of a configuration Render writes.
