@@ -68,15 +68,15 @@ func TestMeshLeaderKeepsTheLeadWhenTheOldLeaderComesBack(t *testing.T) {
 		if got := leaders(); len(got) != 1 || got[0] != next.Name {
 			log, _ := os.ReadFile(as[old.Name].LogPath)
 			t.Fatalf("%v after %s's LAN came back, paris leaders = %v, want only %s\nkg on %s:\n%s",
-				time.Since(back).Round(time.Millisecond), old.Name, got, next.Name, old.Name, tail(string(log), 30))
+				time.Since(back).Round(time.Millisecond), old.Name, got, next.Name, old.Name, lastLines(string(log), 30))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Logf("%s kept the lead for %v after %s (the old leader) came back", next.Name, stickyWatch, old.Name)
 }
 
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -1,12 +1,19 @@
 package k8s_test
 
 import (
+	"bytes"
+	"maps"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -102,4 +109,43 @@ func TestAdmissionNodeScoped(t *testing.T) {
 			t.Error("node a's agent renewed node b's Lease")
 		}
 	})
+}
+
+// TestAdmissionPolicyListsThePublishedAnnotations checks that the policy
+// lets an agent write exactly the annotations that PublishNode writes.
+func TestAdmissionPolicyListsThePublishedAnnotations(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "config", "admission", "node-scoped.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expr string
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if u.GetKind() != "ValidatingAdmissionPolicy" || u.GetName() != "kilo-node-scoped-nodes" {
+			continue
+		}
+		vars, _, _ := unstructured.NestedSlice(u.Object, "spec", "variables")
+		for _, v := range vars {
+			if m, ok := v.(map[string]any); ok && m["name"] == "published" {
+				expr, _ = m["expression"].(string)
+			}
+		}
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`'([^']+)'`).FindAllStringSubmatch(expr, -1) {
+		got = append(got, m[1])
+	}
+	values, err := k8s.NodeAnnotations{}.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(maps.Keys(values))
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the policy's published annotations = %v, PublishNode writes %v", got, want)
+	}
 }
