@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,44 +219,40 @@ func TestFirewallMasqueradesPodsOnlyOutsideTheMesh(t *testing.T) {
 
 func TestHeartbeatStopsWhileNotForwarding(t *testing.T) {
 	r := newRig(t, "node-beijing", 1)
-	r.agent.cfg.HeartbeatPeriod = time.Millisecond
-	var broken atomic.Bool
-	r.agent.cfg.Forwarding = func() error {
-		if broken.Load() {
-			return errors.New("eth0 has no carrier")
+	var broken error
+	r.agent.cfg.Forwarding = func() error { return broken }
+	h := heartbeats{a: r.agent}
+	ctx := context.Background()
+	now := time.Unix(1e9, 0)
+	beat := func() int {
+		h.beat(ctx, now)
+		now = now.Add(time.Second)
+		return r.backend.HeartbeatCount("node-beijing")
+	}
+	n := beat()
+	if n == 0 {
+		t.Fatal("no heartbeat while forwarding")
+	}
+	broken = errors.New("eth0 has no carrier")
+	for range 3 {
+		if got := beat(); got != n {
+			t.Fatalf("heartbeats went on while not forwarding: %d -> %d", n, got)
 		}
-		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.agent.RunHeartbeat(ctx) }()
-	waitFor(t, func() bool { return r.backend.HeartbeatCount("node-beijing") > 2 })
-	broken.Store(true)
-	time.Sleep(5 * time.Millisecond) // let an in-flight heartbeat finish
-	n := r.backend.HeartbeatCount("node-beijing")
-	time.Sleep(20 * time.Millisecond)
-	if got := r.backend.HeartbeatCount("node-beijing"); got != n {
-		t.Errorf("heartbeats went on while not forwarding: %d -> %d", n, got)
+	broken = nil
+	if got := beat(); got <= n {
+		t.Errorf("heartbeats did not resume with forwarding: %d -> %d", n, got)
 	}
-	broken.Store(false)
-	waitFor(t, func() bool { return r.backend.HeartbeatCount("node-beijing") > n })
+
+	// RunHeartbeat releases the lease when its context ends.
+	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := <-done; err != nil {
+	if err := r.agent.RunHeartbeat(stopped); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.backend.HeartbeatCount("node-beijing"); got != 0 {
 		t.Errorf("lease not released on shutdown: %d heartbeats left", got)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 5s")
 }
 
 func TestLoadOrCreateKeyIsPrivateAndStable(t *testing.T) {
