@@ -286,6 +286,9 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 		}
 	}
 	var sent, lost atomic.Int64
+	var lossMu sync.Mutex
+	losses := map[string][]string{} // target -> when, since the outage began
+	var outageStart atomic.Int64
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, tg := range targets {
@@ -296,6 +299,9 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 				sent.Add(1)
 				if got, err := probe(pctx, f.l, f.prod, tg.from, f.ips["dr"][tg.to], time.Second); (err != nil || got[0] != tg.to) && pctx.Err() == nil {
 					lost.Add(1)
+					lossMu.Lock()
+					losses[tg.from+" -> "+tg.to] = append(losses[tg.from+" -> "+tg.to], fmt.Sprintf("%.1fs", time.Since(time.Unix(0, outageStart.Load())).Seconds()))
+					lossMu.Unlock()
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -308,7 +314,27 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 	}
 	defer stopProbes()
 
+	drAnn := announcement(ctx, t, f.dr)
 	start := time.Now()
+	outageStart.Store(start.UnixNano())
+	defer func() {
+		lossMu.Lock()
+		defer lossMu.Unlock()
+		for tg, at := range losses {
+			t.Logf("probes %s lost at %v after the outage began", tg, at)
+		}
+		for name, p := range f.agents["dr"] {
+			for _, line := range logSince(p, start, "leader", "segment", "not forwarding", "API") {
+				t.Logf("  dr/%s kg: %s", name, line)
+			}
+		}
+		for _, line := range logSince(f.ctls["prod"], start, "Peer written", "stale Peer", "remote API") {
+			t.Logf("  prod's controller: %s", line)
+		}
+		for _, line := range logSince(f.ctls["dr"], start, "announced", "Peer written", "remote API") {
+			t.Logf("  dr's controller: %s", line)
+		}
+	}()
 	if err := f.dr.StopAPIServer(); err != nil {
 		t.Fatalf("stop dr's API server: %v", err)
 	}
@@ -355,6 +381,9 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 	// Two resync periods more: nothing flaps.
 	time.Sleep(11 * time.Second)
 	total, totalLost := stopProbes()
+	if now := announcement(ctx, t, f.dr); !reflect.DeepEqual(now.Gateways, drAnn.Gateways) {
+		t.Errorf("dr's own mesh changed its gateways across its API outage (its agents, not the federation):\nbefore %+v\nnow    %+v", drAnn.Gateways, now.Gateways)
+	}
 	if now := mirroredPeers(ctx, t, f.prod, "dr"); !reflect.DeepEqual(now, peers) {
 		t.Errorf("prod's Peers of dr changed after dr's API returned:\nbefore %+v\nnow    %+v", peers, now)
 	}
@@ -415,4 +444,45 @@ func testUnjoin(ctx context.Context, t *testing.T, f *fed) {
 	if got, err := probe(ctx, f.l, f.prod, "echo-prod-par-1", f.ips["dr"]["echo-dr-gra-1"], 2*time.Second); err == nil {
 		t.Errorf("after unjoin, prod still reaches dr (%q)", got)
 	}
+}
+
+// announcement returns c's own Announcement.
+func announcement(ctx context.Context, t testing.TB, c *lab.Cluster) fedv1.AnnouncementSpec {
+	t.Helper()
+	cl, err := kube.New(c.Name, c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a fedv1.Announcement
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: fedv1.Namespace, Name: fedv1.AnnouncementName}, &a); err != nil {
+		t.Fatalf("cluster %s: Announcement: %v", c.Name, err)
+	}
+	return a.Spec
+}
+
+// logSince returns the lines of p's log (slog text: time=RFC3339...) at or
+// after since that contain one of words.
+func logSince(p *lab.Process, since time.Time, words ...string) []string {
+	b, _ := os.ReadFile(p.LogPath)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "time=") {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time="))
+		if err != nil || at.Before(since) {
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				if len(line) > 300 {
+					line = line[:300]
+				}
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kilofed/kilofed/e2e/lab"
 )
@@ -36,6 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
+	ctrllog.SetLogger(logr.Discard()) // the federation's clients log nothing here
 	binDir = os.Getenv("KILOFED_BIN")
 	if binDir == "" || !executable(filepath.Join(binDir, "kilofed-controller")) {
 		root, err := lab.RepoRoot()
