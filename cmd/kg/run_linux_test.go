@@ -3,8 +3,15 @@
 package main
 
 import (
+	"log/slog"
 	"net/netip"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 func TestAnnouncedEndpoint(t *testing.T) {
@@ -28,5 +35,25 @@ func TestAnnouncedEndpoint(t *testing.T) {
 				t.Errorf("endpoint %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestFlagsReachTheAgentConfig(t *testing.T) {
+	o, err := parseFlags([]string{"--hostname=node-beijing", "--iptables-forward-rules", "--serve-graph", "--prioritise-private-addresses", "--resync-period=10s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := addresses{underlay: "eth0", internal: netip.MustParsePrefix("10.0.1.10/24")}
+	cfg := agentConfig(t.Context(), o, topology.Options{}, wgconf.SecretKey{}, nil, addrs, &dataplane{}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if !cfg.IPTablesForwardRules || !cfg.ServeGraph || cfg.Endpoint != "10.0.1.10:51820" || cfg.ResyncPeriod != 10*time.Second || cfg.Hostname != "node-beijing" {
+		t.Errorf("agent config: forward rules %v, graph %v, endpoint %q, resync %v, hostname %q",
+			cfg.IPTablesForwardRules, cfg.ServeGraph, cfg.Endpoint, cfg.ResyncPeriod, cfg.Hostname)
+	}
+	if cfg.Firewall != nil || cfg.Encap != nil {
+		t.Errorf("no firewall or tunnel was set up, but the config has firewall %v, tunnel %v", cfg.Firewall, cfg.Encap)
+	}
+	o, _ = parseFlags([]string{"--hostname=node-beijing"})
+	if cfg := agentConfig(t.Context(), o, topology.Options{}, wgconf.SecretKey{}, nil, addrs, &dataplane{}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler)); cfg.IPTablesForwardRules || cfg.ServeGraph {
+		t.Errorf("defaults: forward rules %v, graph %v; want both off", cfg.IPTablesForwardRules, cfg.ServeGraph)
 	}
 }
