@@ -31,6 +31,10 @@ func (c Conflict) Error() string {
 		return fmt.Sprintf("%s is %s and cannot be routed between clusters; remove it from %s's configuration",
 			c.Range, c.Reserved, c.Range.Cluster)
 	}
+	if c.Range.Kind != c.With.Kind {
+		return fmt.Sprintf("%s overlaps %s: traffic for the overlap would go to the wrong cluster; give %s another %s range or %s another %s range, one that overlaps no range of the other",
+			c.Range, c.With, c.Range.Cluster, c.Range.Kind, c.With.Cluster, c.With.Kind)
+	}
 	return fmt.Sprintf("%s overlaps %s: traffic for the overlap would go to the wrong cluster; give %s or %s a %s range that overlaps no range of the other",
 		c.Range, c.With, c.Range.Cluster, c.With.Cluster, c.Range.Kind)
 }

@@ -146,3 +146,16 @@ func TestReservedRefusesTooWideRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictOfTwoKindsSaysWhichRangeToChangeWhere: when a WireGuard
+// subnet overlaps a pod range, the fix names each cluster with its own kind.
+func TestConflictOfTwoKindsSaysWhichRangeToChangeWhere(t *testing.T) {
+	c := Conflict{
+		Range: Range{Cluster: "dr", Kind: WireGuard, Prefix: netip.MustParsePrefix("10.6.0.0/16")},
+		With:  Range{Cluster: "prod", Kind: Pods, Prefix: netip.MustParsePrefix("10.6.0.0/16")},
+	}
+	want := "give dr another WireGuard range or prod another pod range"
+	if !strings.Contains(c.Error(), want) {
+		t.Errorf("Error() = %q, want it to say %q", c.Error(), want)
+	}
+}
