@@ -135,7 +135,10 @@ func Read(ctx context.Context, c client.Reader) (Status, error) {
 		}
 		for _, p := range peers.Items {
 			g := GatewayStatus{Location: p.Labels[mirror.LabelLocation], Key: p.Spec.PublicKey, Endpoint: p.Status.Endpoint,
-				RxBytes: p.Status.RxBytes, TxBytes: p.Status.TxBytes, Node: p.Name}
+				RxBytes: p.Status.RxBytes, TxBytes: p.Status.TxBytes, Node: p.Annotations[mirror.AnnotationNode]}
+			if g.Node == "" {
+				g.Node = p.Name
+			}
 			if g.Endpoint == "" && p.Spec.Endpoint != nil {
 				g.Endpoint = p.Spec.Endpoint.String()
 			}

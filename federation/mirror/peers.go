@@ -27,6 +27,9 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedBy is the value of LabelManagedBy on mirrored Peers.
 	ManagedBy = "kilofed-controller"
+	// AnnotationNode holds the name of the remote node that leads the
+	// mirrored location, for kilofed status.
+	AnnotationNode = "federation.kilofed.io/node"
 )
 
 // DefaultKeepalive is the persistent keepalive, in seconds, of the tunnels to
@@ -130,6 +133,7 @@ func peerOf(cluster string, g fedv1.Gateway, accepted []ranges.Range, keepalive 
 				LabelLocation:  labelValue(g.Location),
 				LabelManagedBy: ManagedBy,
 			},
+			Annotations: map[string]string{AnnotationNode: g.Node},
 		},
 		Spec: kilov1.PeerSpec{
 			AllowedIPs:          allowed,

@@ -138,3 +138,16 @@ func TestPeerNameIsAValidDistinctName(t *testing.T) {
 		t.Error("two locations share a Peer name")
 	}
 }
+
+// TestPeersNameTheRemoteGatewayNode: kilofed status shows, per remote
+// location, the node leading it, which only the Announcement knows.
+func TestPeersNameTheRemoteGatewayNode(t *testing.T) {
+	res := Peers(dr(), local, nil, 0)
+	got := map[string]string{}
+	for _, p := range res.Peers {
+		got[p.Name] = p.Annotations[AnnotationNode]
+	}
+	if diff := cmp.Diff(map[string]string{"dr-ovh-gra": "dr-1", "dr-ovh-sbg": "dr-3"}, got); diff != "" {
+		t.Errorf("gateway nodes of the mirrored Peers (-want +got):\n%s", diff)
+	}
+}
