@@ -104,7 +104,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--service-account-issuer=https://kubernetes.default.svc." + c.ClusterDomain,
 		"--service-account-key-file=" + pki.saPub,
 		"--service-account-signing-key-file=" + pki.saKey,
-		"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
+		"--service-cluster-ip-range=" + c.serviceCIDRs(),
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--kubelet-client-certificate=" + pki.kubeletCert,
@@ -124,7 +124,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	c.cp.kcm = component{name: c.Name + "-kube-controller-manager", tier: 1, argv: []string{
+	c.cp.kcm = component{name: c.Name + "-kube-controller-manager", tier: 1, argv: append([]string{
 		filepath.Join(l.bins, "kube-controller-manager"),
 		"--kubeconfig=" + kcmKubeconfig,
 		"--authentication-kubeconfig=" + kcmKubeconfig,
@@ -140,11 +140,10 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--cluster-signing-key-file=" + pki.caKeyF,
 		"--cluster-name=" + c.Name,
 		"--allocate-node-cidrs=true",
-		"--cluster-cidr=" + c.PodCIDR.String(),
-		"--service-cluster-ip-range=" + c.ServiceCIDR.String(),
-		"--node-cidr-mask-size=" + strconv.Itoa(c.spec.NodeCIDRMaskSize),
+		"--cluster-cidr=" + c.podCIDRs(),
+		"--service-cluster-ip-range=" + c.serviceCIDRs(),
 		"--profiling=false",
-	}, ready: func(ctx context.Context, p *Process) error {
+	}, c.nodeCIDRMaskSizes()...), ready: func(ctx context.Context, p *Process) error {
 		insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // local self-signed health endpoint
 		health := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(kcmPort)) + "/healthz"
 		if err := waitHTTP(ctx, p, kcmReadyTimeout, health, insecure, "ok"); err != nil {
@@ -171,6 +170,35 @@ func (l *Lab) startComponent(ctx context.Context, comp *component) error {
 	}
 	comp.proc = p
 	return comp.ready(ctx, p)
+}
+
+// podCIDRs is the cluster's --cluster-cidr: IPv4, then IPv6 if DualStack.
+func (c *Cluster) podCIDRs() string { return joinPrefixes(c.PodCIDR, c.PodCIDR6) }
+
+// serviceCIDRs is the cluster's --service-cluster-ip-range.
+func (c *Cluster) serviceCIDRs() string { return joinPrefixes(c.ServiceCIDR, c.ServiceCIDR6) }
+
+// nodeCIDRMaskSizes are kube-controller-manager's flags for the size of
+// each node's podCIDR (one per family in a dual-stack cluster).
+func (c *Cluster) nodeCIDRMaskSizes() []string {
+	if !c.PodCIDR6.IsValid() {
+		return []string{"--node-cidr-mask-size=" + strconv.Itoa(c.spec.NodeCIDRMaskSize)}
+	}
+	return []string{
+		"--node-cidr-mask-size-ipv4=" + strconv.Itoa(c.spec.NodeCIDRMaskSize),
+		"--node-cidr-mask-size-ipv6=" + strconv.Itoa(c.spec.NodeCIDRMaskSize6),
+	}
+}
+
+// joinPrefixes joins the valid prefixes with commas.
+func joinPrefixes(ps ...netip.Prefix) string {
+	var out []string
+	for _, p := range ps {
+		if p.IsValid() {
+			out = append(out, p.String())
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // writeIdentity writes a kubeconfig for a client certificate of user.

@@ -69,6 +69,17 @@ func (s Spec) withDefaults() (Spec, error) {
 		if c.ClusterDomain == "" {
 			c.ClusterDomain = "cluster.local"
 		}
+		if c.DualStack {
+			if !c.PodCIDR6.IsValid() {
+				c.PodCIDR6 = netip.PrefixFrom(mirror6(c.PodCIDR.Masked().Addr()), 56)
+			}
+			if !c.ServiceCIDR6.IsValid() {
+				c.ServiceCIDR6 = netip.PrefixFrom(mirror6(c.ServiceCIDR.Masked().Addr()), 112)
+			}
+			if c.NodeCIDRMaskSize6 == 0 {
+				c.NodeCIDRMaskSize6 = 64
+			}
+		}
 		for li := range c.Locations {
 			l := &c.Locations[li]
 			if l.Name == "" {
@@ -93,6 +104,9 @@ func (s Spec) withDefaults() (Spec, error) {
 					return Spec{}, fmt.Errorf("%w: no free public address left for the router of location %s/%s", ErrInvalidSpec, c.Name, l.Name)
 				}
 				l.PublicIP = a
+			}
+			if c.DualStack && !l.LAN6.IsValid() {
+				l.LAN6 = netip.PrefixFrom(mirror6(l.LAN.Masked().Addr()), 64)
 			}
 			usedLAN := map[netip.Addr]bool{}
 			for _, n := range l.Nodes {
@@ -122,6 +136,9 @@ func (s Spec) withDefaults() (Spec, error) {
 						return Spec{}, fmt.Errorf("%w: no free public address left for node %s/%s", ErrInvalidSpec, c.Name, n.Name)
 					}
 					n.PublicIP = a
+				}
+				if c.DualStack && !n.LANIP6.IsValid() {
+					n.LANIP6 = withHost6(l.LAN6, hostNumber(l.LAN, n.LANIP))
 				}
 				if n.Labels == nil {
 					n.Labels = map[string]string{}
@@ -176,6 +193,47 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	host := uint32(1)<<(32-p.Bits()) - 1
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// mirror6 returns the IPv6 address that reads like an IPv4 one:
+// 10.b1.b2.b3 gives 2001:db8:<b1>:<b2>:: with the same digits (10.0.1.0 ->
+// 2001:db8:0:1::, 10.10.0.0 -> 2001:db8:10::), so that a dual-stack lab's
+// ranges are recognisable in both families.
+func mirror6(a netip.Addr) netip.Addr {
+	b4 := a.As4()
+	b := IPv6Range.Addr().As16()
+	g3, g4 := digitsAsHex(int(b4[1])), digitsAsHex(int(b4[2]))
+	b[4], b[5], b[6], b[7] = byte(g3>>8), byte(g3), byte(g4>>8), byte(g4)
+	return netip.AddrFrom16(b)
+}
+
+// withHost6 returns the address of prefix p whose last 16-bit group is
+// host, written with the same digits (10 -> ::10).
+func withHost6(p netip.Prefix, host int) netip.Addr {
+	b := p.Masked().Addr().As16()
+	h := digitsAsHex(host)
+	b[14], b[15] = byte(h>>8), byte(h)
+	return netip.AddrFrom16(b)
+}
+
+// digitsAsHex reads the decimal digits of n as hexadecimal (10 -> 0x10),
+// for n up to 9999; larger n are returned as they are.
+func digitsAsHex(n int) uint16 {
+	if n < 0 || n > 9999 {
+		return uint16(n)
+	}
+	var h uint16
+	for _, d := range fmt.Sprint(n) {
+		h = h<<4 | uint16(d-'0')
+	}
+	return h
+}
+
+// hostNumber returns a's offset from the start of prefix p (IPv4).
+func hostNumber(p netip.Prefix, a netip.Addr) int {
+	n, x := p.Masked().Addr().As4(), a.As4()
+	return int(uint32(x[0])<<24|uint32(x[1])<<16|uint32(x[2])<<8|uint32(x[3])) -
+		int(uint32(n[0])<<24|uint32(n[1])<<16|uint32(n[2])<<8|uint32(n[3]))
 }
 
 // randomRunID returns 4 random characters of [a-z0-9].

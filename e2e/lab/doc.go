@@ -39,6 +39,18 @@
 // WANHostIP (203.0.113.254) on its loopback. Public addresses come only from
 // 203.0.113.0/24 and 198.51.100.0/24; nothing leaves the lab's namespaces.
 //
+// # IPv6 (ClusterSpec.DualStack)
+//
+// A DualStack cluster also gets IPv6, all of it from 2001:db8::/32 and
+// written with the digits of its IPv4 twin: pods 2001:db8:10::/56 (a /64
+// per node, allocated by kube-controller-manager beside the IPv4 podCIDR),
+// services 2001:db8:20::/112, LAN 10.0.1.0/24 also 2001:db8:0:1::/64 with
+// node 10.0.1.10 at 2001:db8:0:1::10 (its second InternalIP) and the router
+// at ::1. IPv6 addresses are global: the WAN routes each LAN /64 to its
+// router over link-local next hops, and a NAT location's router lets no
+// IPv6 connection in (a stateful firewall instead of NAT). Pods get an
+// address of each family. The WAN has WANHostIP6 on its loopback.
+//
 // # Hosts on the Internet
 //
 // Lab.AddHost adds a namespace kfl-<run>-h-<name> on the WAN: a developer

@@ -82,6 +82,9 @@ type Cluster struct {
 	// PodCIDR, ServiceCIDR and WireGuardSubnet are the cluster's ranges
 	// (see ClusterSpec).
 	PodCIDR, ServiceCIDR, WireGuardSubnet netip.Prefix
+	// PodCIDR6 and ServiceCIDR6 are the IPv6 ranges of a DualStack
+	// cluster; invalid otherwise.
+	PodCIDR6, ServiceCIDR6 netip.Prefix
 	// ClusterDNS and ClusterDomain are what pods get in resolv.conf.
 	ClusterDNS    netip.Addr
 	ClusterDomain string
@@ -108,6 +111,10 @@ type Location struct {
 	LAN netip.Prefix
 	// RouterIP is the router's address on the LAN (the nodes' gateway).
 	RouterIP netip.Addr
+	// LAN6 and RouterIP6 are the IPv6 subnet and router address of a
+	// DualStack cluster's location; invalid otherwise.
+	LAN6      netip.Prefix
+	RouterIP6 netip.Addr
 	// PublicIP is the router's public address.
 	PublicIP netip.Addr
 	// NAT reports whether the LAN hides behind PublicIP (masquerade).
@@ -133,6 +140,9 @@ type Node struct {
 	Netns string
 	// LANIP is the node's address on its LAN (its InternalIP).
 	LANIP netip.Addr
+	// LANIP6 is the node's IPv6 address on its LAN (its second
+	// InternalIP) in a DualStack cluster; invalid otherwise.
+	LANIP6 netip.Addr
 	// PublicIP is the node's 1:1 public address (its ExternalIP); invalid
 	// in a NAT location.
 	PublicIP netip.Addr

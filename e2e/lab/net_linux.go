@@ -15,6 +15,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // nsConn is an open network namespace with a netlink handle inside it.
@@ -170,7 +171,11 @@ func (n *nsConn) addAddr(name string, p netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	if err := n.h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(p)}); err != nil {
+	a := &netlink.Addr{IPNet: ipNet(p)}
+	if p.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD // usable at once: the lab has no duplicates
+	}
+	if err := n.h.AddrAdd(l, a); err != nil {
 		return fmt.Errorf("add %s to %s in netns %q: %w", p, name, n.name, err)
 	}
 	return nil
@@ -190,9 +195,12 @@ func (n *nsConn) replaceRoute(r route) error {
 		return err
 	}
 	nr := &netlink.Route{LinkIndex: l.Attrs().Index}
-	if r.dst.IsValid() {
+	switch {
+	case r.dst.IsValid():
 		nr.Dst = ipNet(r.dst)
-	} else {
+	case r.via.Is6():
+		nr.Dst = ipNet(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
+	default:
 		nr.Dst = ipNet(netip.PrefixFrom(netip.IPv4Unspecified(), 0))
 	}
 	if r.via.IsValid() {

@@ -54,6 +54,11 @@ func (l *Lab) buildNetwork(ctx context.Context) error {
 	if err := wan.addAddr("lo", netip.PrefixFrom(WANHostIP, 32)); err != nil {
 		return err
 	}
+	if l.dualStack() {
+		if err := wan.addAddr("lo", netip.PrefixFrom(WANHostIP6, 128)); err != nil {
+			return err
+		}
+	}
 	for _, c := range l.clusters {
 		for _, loc := range c.locations {
 			if err := l.buildLocation(ctx, wan, loc); err != nil {
@@ -116,6 +121,11 @@ func (l *Lab) buildLocation(ctx context.Context, wan *nsConn, loc *Location) err
 	if err := iptablesRestore(ctx, loc.Router.Name, routerRules(loc)); err != nil {
 		return err
 	}
+	if loc.LAN6.IsValid() {
+		if err := l.buildLocation6(ctx, wan, r, loc); err != nil {
+			return err
+		}
+	}
 	for _, n := range loc.nodes {
 		if err := l.buildNode(ctx, r, n); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
@@ -152,7 +162,52 @@ func (l *Lab) buildNode(ctx context.Context, r *nsConn, n *Node) error {
 	if err := ns.replaceRoute(route{via: n.location.RouterIP, dev: NodeLANLink}); err != nil {
 		return err
 	}
+	if n.LANIP6.IsValid() {
+		if err := ns.addAddr(NodeLANLink, netip.PrefixFrom(n.LANIP6, n.location.LAN6.Bits())); err != nil {
+			return err
+		}
+		if err := ns.replaceRoute(route{via: n.location.RouterIP6, dev: NodeLANLink}); err != nil {
+			return err
+		}
+	}
 	return l.joinMgmt(ns, mgmtHostLink(l.Spec.Name, n.global), n.MgmtIP)
+}
+
+// buildLocation6 gives a dual-stack location's router its IPv6 LAN address,
+// a link-local link to the WAN both ways, the WAN a route to the LAN, and the
+// router its IPv6 firewall (routerRules6).
+func (l *Lab) buildLocation6(ctx context.Context, wan, r *nsConn, loc *Location) error {
+	wp := wanPortLink(loc.index)
+	for _, s := range []struct {
+		ns   *nsConn
+		link string
+		p    netip.Prefix
+	}{
+		{r, RouterLANBridge, netip.PrefixFrom(loc.RouterIP6, loc.LAN6.Bits())},
+		{r, RouterWANLink, netip.PrefixFrom(routerWANLinkLocal, 64)},
+		{wan, wp, netip.PrefixFrom(wanPortLinkLocal, 64)},
+	} {
+		if err := s.ns.addAddr(s.link, s.p); err != nil {
+			return err
+		}
+	}
+	if err := wan.replaceRoute(route{dst: loc.LAN6, via: routerWANLinkLocal, dev: wp}); err != nil {
+		return err
+	}
+	if err := r.replaceRoute(route{via: wanPortLinkLocal, dev: RouterWANLink}); err != nil {
+		return err
+	}
+	return ip6tablesRestore(ctx, loc.Router.Name, routerRules6(loc))
+}
+
+// dualStack reports whether a cluster of the lab is DualStack.
+func (l *Lab) dualStack() bool {
+	for _, c := range l.clusters {
+		if c.PodCIDR6.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // newNetns creates a namespace (deleted by Close), brings lo up and sets the
@@ -186,6 +241,16 @@ func iptablesRestore(ctx context.Context, netns, rules string) error {
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("iptables-restore in %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ip6tablesRestore loads rules (ip6tables-restore format) in a namespace.
+func ip6tablesRestore(ctx context.Context, netns, rules string) error {
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", netns, "ip6tables-restore")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ip6tables-restore in %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 				NodeName:        n.Name,
 				NodeNetns:       n.Netns,
 				InternalIP:      n.LANIP,
+				InternalIP6:     n.LANIP6,
 				ExternalIP:      n.PublicIP,
 				Labels:          n.Labels,
 				Annotations:     n.Annotations,
@@ -131,7 +132,7 @@ func (l *Lab) startKubeProxy(c *Cluster, n *Node) error {
 			"--kubeconfig=" + filepath.Join(l.Dir, c.Name, "kube-proxy.kubeconfig"),
 			"--hostname-override=" + n.Name,
 			"--proxy-mode=iptables",
-			"--cluster-cidr=" + c.PodCIDR.String(),
+			"--cluster-cidr=" + c.podCIDRs(),
 			"--bind-address=" + n.LANIP.String(),
 			"--conntrack-max-per-core=0",
 			"--conntrack-tcp-timeout-established=0",
@@ -244,7 +245,11 @@ func (l *Lab) installPodRoutes() error {
 						continue
 					}
 					for _, cidr := range m.PodCIDRs() {
-						if err := ns.replaceRoute(route{dst: cidr, via: m.LANIP, dev: NodeLANLink}); err != nil {
+						via := m.LANIP
+						if cidr.Addr().Is6() {
+							via = m.LANIP6
+						}
+						if err := ns.replaceRoute(route{dst: cidr, via: via, dev: NodeLANLink}); err != nil {
 							ns.Close()
 							return err
 						}

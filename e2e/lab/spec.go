@@ -49,6 +49,23 @@ type ClusterSpec struct {
 	ClusterDNS netip.Addr
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string
+	// DualStack gives the cluster IPv6 besides IPv4 (off: IPv4 only): an
+	// IPv6 pod CIDR and service CIDR, an IPv6 subnet on each of its LANs
+	// routed by the WAN, an IPv6 InternalIP on each node and an IPv6 address
+	// in each pod. IPv6 comes only from the documentation range
+	// 2001:db8::/32 (see IPv6Range).
+	DualStack bool
+	// PodCIDR6 is the IPv6 cluster CIDR of a DualStack cluster, from which
+	// kube-controller-manager hands each node a /NodeCIDRMaskSize6;
+	// default 2001:db8:<9+i>::/56 (the digits of PodCIDR's default second
+	// byte: 2001:db8:10::/56 for cluster 1).
+	PodCIDR6 netip.Prefix
+	// ServiceCIDR6 is the IPv6 service range of a DualStack cluster;
+	// default 2001:db8:<19+i>::/112.
+	ServiceCIDR6 netip.Prefix
+	// NodeCIDRMaskSize6 is the prefix length of each node's IPv6 podCIDR
+	// (default 64).
+	NodeCIDRMaskSize6 int
 	// Locations are the cluster's locations; at least one.
 	Locations []LocationSpec
 }
@@ -69,6 +86,12 @@ type LocationSpec struct {
 	// whole lab (so the first two are the seed's 10.0.1.0/24 and
 	// 10.0.2.0/24).
 	LAN netip.Prefix
+	// LAN6 is the location's IPv6 subnet in a DualStack cluster; the router
+	// is its first address. Default 2001:db8:0:<g>::/64, g as in LAN. The
+	// WAN routes it to the router: IPv6 addresses are global, and a NAT
+	// location's router lets no connection in from the WAN (a stateful
+	// firewall instead of NAT).
+	LAN6 netip.Prefix
 	// NAT hides the location behind its router's public address.
 	NAT bool
 	// PublicIP is the router's own public address (default: the next free
@@ -86,6 +109,10 @@ type NodeSpec struct {
 	// LANIP is the node's address on the LAN (its InternalIP); default
 	// .10, .11, ... of the LAN in node order, skipping taken addresses.
 	LANIP netip.Addr
+	// LANIP6 is the node's IPv6 address on the LAN (its second InternalIP)
+	// in a DualStack cluster; default LAN6 with the host number of LANIP
+	// written with the same digits (10.0.1.10 -> 2001:db8:0:1::10).
+	LANIP6 netip.Addr
 	// PublicIP is the node's 1:1 public address (its ExternalIP) in a
 	// public location; default the next free one of 203.0.113.0/24 from
 	// .10, then 198.51.100.0/24. It must stay empty in a NAT location.
@@ -115,6 +142,15 @@ var (
 	// MgmtRange holds the management networks: one /16 per running lab,
 	// 100.64.0.0/16 for the first.
 	MgmtRange = netip.MustParsePrefix("100.64.0.0/10")
+	// IPv6Range holds every IPv6 address of the lab (the documentation
+	// range, RFC 3849): nothing else is used, least of all this machine's
+	// own ULA network.
+	IPv6Range = netip.MustParsePrefix("2001:db8::/32")
+	// WANRange6 is the WAN's own IPv6 range, out of the clusters' reach.
+	WANRange6 = netip.MustParsePrefix("2001:db8:ffff::/48")
+	// WANHostIP6 is the WAN namespace's IPv6 address (on its loopback),
+	// there when a cluster is DualStack.
+	WANHostIP6 = netip.MustParseAddr("2001:db8:ffff::254")
 )
 
 // SeedClusterSpec returns the cluster of the Chinese seed article: location

@@ -87,6 +87,47 @@ func TestSpecDefaults(t *testing.T) {
 	}
 }
 
+func TestSpecDefaultsDualStack(t *testing.T) {
+	a := netip.MustParseAddr
+	seed := SeedClusterSpec()
+	seed.DualStack = true
+	got, err := Spec{Name: "d", Clusters: []ClusterSpec{{Locations: []LocationSpec{{Nodes: []NodeSpec{{}}}}}, seed}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if c := got.Clusters[0]; c.DualStack || c.PodCIDR6.IsValid() || c.Locations[0].LAN6.IsValid() || c.Locations[0].Nodes[0].LANIP6.IsValid() {
+		t.Errorf("a cluster without DualStack got IPv6: %+v", c)
+	}
+	c := got.Clusters[1]
+	type fam struct{ v4, v6 string }
+	for _, tc := range []struct {
+		what string
+		got  fam
+		want fam
+	}{
+		{"pod CIDR", fam{c.PodCIDR.String(), c.PodCIDR6.String()}, fam{"10.11.0.0/16", "2001:db8:11::/56"}},
+		{"service CIDR", fam{c.ServiceCIDR.String(), c.ServiceCIDR6.String()}, fam{"10.21.0.0/16", "2001:db8:21::/112"}},
+		{"beijing LAN", fam{c.Locations[0].LAN.String(), c.Locations[0].LAN6.String()}, fam{"10.0.1.0/24", "2001:db8:0:1::/64"}},
+		{"shanghai LAN", fam{c.Locations[1].LAN.String(), c.Locations[1].LAN6.String()}, fam{"10.0.2.0/24", "2001:db8:0:2::/64"}},
+		{"node-beijing", fam{c.Locations[0].Nodes[0].LANIP.String(), c.Locations[0].Nodes[0].LANIP6.String()}, fam{"10.0.1.10", "2001:db8:0:1::10"}},
+		{"node-shanghai", fam{c.Locations[1].Nodes[0].LANIP.String(), c.Locations[1].Nodes[0].LANIP6.String()}, fam{"10.0.2.20", "2001:db8:0:2::20"}},
+		{"node-shanghai-2", fam{c.Locations[1].Nodes[1].LANIP.String(), c.Locations[1].Nodes[1].LANIP6.String()}, fam{"10.0.2.10", "2001:db8:0:2::10"}},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.what, tc.got, tc.want)
+		}
+	}
+	if c.NodeCIDRMaskSize6 != 64 {
+		t.Errorf("NodeCIDRMaskSize6 %d, want 64", c.NodeCIDRMaskSize6)
+	}
+	if r := routerLANIP(c.Locations[0].LAN6); r != a("2001:db8:0:1::1") {
+		t.Errorf("IPv6 router %s, want 2001:db8:0:1::1", r)
+	}
+}
+
 func TestSpecDefaultsDoNotTouchTheCaller(t *testing.T) {
 	spec := Spec{Clusters: []ClusterSpec{SeedClusterSpec()}}
 	if _, err := spec.withDefaults(); err != nil {
@@ -135,7 +176,36 @@ func TestSpecValidate(t *testing.T) {
 			c.Locations[0].Nodes[1].PublicIP = a("203.0.113.50")
 		}), want: "already used"},
 		{name: "public IP is the WAN host", spec: one(func(c *ClusterSpec) { c.Locations[0].PublicIP = WANHostIP }), want: "WAN host"},
-		{name: "IPv6", spec: one(func(c *ClusterSpec) { c.PodCIDR = p("fd10::/56") }), want: "IPv4 only"},
+		{name: "IPv6 in an IPv4 field", spec: one(func(c *ClusterSpec) { c.PodCIDR = p("2001:db8:10::/56") }), want: "not IPv4"},
+		{name: "ULA IPv6", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.PodCIDR6 = p("fd10::/56")
+		}), want: "outside the lab's IPv6 range"},
+		{name: "this machine's ULA", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.Locations[0].LAN6 = p("fd00::/64")
+		}), want: "outside the lab's IPv6 range"},
+		{name: "IPv6 in the WAN's range", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.Locations[0].LAN6 = p("2001:db8:ffff:1::/64")
+		}), want: "WAN's IPv6 range"},
+		{name: "IPv6 without DualStack", spec: one(func(c *ClusterSpec) { c.Locations[0].LAN6 = p("2001:db8:0:1::/64") }), want: "not DualStack"},
+		{name: "IPv6 LAN IP outside the IPv6 LAN", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.Locations[0].Nodes[0].LANIP6 = a("2001:db8:0:9::10")
+		}), want: "not a host address of its IPv6 LAN"},
+		{name: "IPv6 LAN IP is the router", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.Locations[0].Nodes[0].LANIP6 = a("2001:db8:0:1::1")
+		}), want: "IPv6 LAN IP 2001:db8:0:1::1 is taken"},
+		{name: "IPv6 pod CIDR overlaps a LAN", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.PodCIDR6 = p("2001:db8::/48")
+		}), want: "overlaps"},
+		{name: "IPv6 node mask too long a step", spec: one(func(c *ClusterSpec) {
+			c.DualStack = true
+			c.NodeCIDRMaskSize6 = 80
+		}), want: "NodeCIDRMaskSize6"},
 		{name: "node CIDR mask too short", spec: one(func(c *ClusterSpec) { c.NodeCIDRMaskSize = 16 }), want: "NodeCIDRMaskSize"},
 		{name: "namespace names collide", spec: one(func(c *ClusterSpec) {
 			c.Locations[0].Name = "x"

@@ -22,6 +22,8 @@ func (l *Lab) layout(slot int) {
 			PodCIDR:         cs.PodCIDR.Masked(),
 			ServiceCIDR:     cs.ServiceCIDR.Masked(),
 			WireGuardSubnet: cs.WireGuardSubnet.Masked(),
+			PodCIDR6:        cs.PodCIDR6.Masked(),
+			ServiceCIDR6:    cs.ServiceCIDR6.Masked(),
 			ClusterDNS:      cs.ClusterDNS,
 			ClusterDomain:   cs.ClusterDomain,
 			lab:             l,
@@ -37,8 +39,12 @@ func (l *Lab) layout(slot int) {
 				RouterIP: routerLANIP(ls.LAN),
 				PublicIP: ls.PublicIP,
 				NAT:      ls.NAT,
+				LAN6:     ls.LAN6.Masked(),
 				Router:   &Namespace{Name: routerNetns(l.Spec.Name, cs.Name, ls.Name), lab: l},
 				index:    locG,
+			}
+			if loc.LAN6.IsValid() {
+				loc.RouterIP6 = routerLANIP(loc.LAN6)
 			}
 			for _, ns := range ls.Nodes {
 				n := &Node{
@@ -47,6 +53,7 @@ func (l *Lab) layout(slot int) {
 					Location:    ls.Name,
 					Netns:       nodeNetns(l.Spec.Name, cs.Name, ns.Name),
 					LANIP:       ns.LANIP,
+					LANIP6:      ns.LANIP6,
 					PublicIP:    ns.PublicIP,
 					MgmtIP:      nodeMgmtIP(slot, ci+1, len(c.nodes)),
 					Labels:      maps.Clone(ns.Labels),
@@ -86,6 +93,29 @@ func routerRules(loc *Location) string {
 		fmt.Fprintf(&b, "-A POSTROUTING -s %s/32 -o %s -j SNAT --to-source %s\n", n.LANIP, RouterWANLink, n.PublicIP)
 		fmt.Fprintf(&b, "-A POSTROUTING -s %s/32 -o %s -m conntrack --ctstate DNAT -j SNAT --to-source %s\n",
 			n.LANIP, RouterLANBridge, n.PublicIP)
+	}
+	b.WriteString("COMMIT\n")
+	return b.String()
+}
+
+// Link-local addresses of the IPv6 link between a router (wan0) and the WAN
+// (its port): each side's next hop towards the other.
+var (
+	routerWANLinkLocal = netip.MustParseAddr("fe80::1")
+	wanPortLinkLocal   = netip.MustParseAddr("fe80::2")
+)
+
+// routerRules6 returns the ip6tables-restore input of a dual-stack
+// location's router. IPv6 has no NAT here: a public location routes its
+// LAN's global addresses both ways; a NAT location's router lets through
+// from the WAN only what answers a connection its LAN opened, as a home
+// router's stateful firewall does.
+func routerRules6(loc *Location) string {
+	var b strings.Builder
+	b.WriteString("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n")
+	if loc.NAT {
+		fmt.Fprintf(&b, "-A FORWARD -i %s -o %s -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n", RouterWANLink, RouterLANBridge)
+		fmt.Fprintf(&b, "-A FORWARD -i %s -o %s -j DROP\n", RouterWANLink, RouterLANBridge)
 	}
 	b.WriteString("COMMIT\n")
 	return b.String()

@@ -38,13 +38,18 @@ func (s Spec) validate() error {
 		owner string
 	}
 	var global []owned // prefixes that must not overlap lab-wide
-	claim := func(p netip.Prefix, owner string) {
-		if !p.Addr().Is4() {
-			bad("%s %s: the lab supports IPv4 only", owner, p)
+	// claim takes p lab-wide for owner; want6 says which family p must be.
+	claim := func(p netip.Prefix, owner string, want6 bool) {
+		switch {
+		case !want6 && !p.Addr().Is4():
+			bad("%s %s is not IPv4: IPv6 ranges go in the ...6 fields of a DualStack cluster", owner, p)
+			return
+		case want6 && (!p.Addr().Is6() || p.Addr().Is4In6() || !IPv6Range.Contains(p.Addr()) || p.Bits() < IPv6Range.Bits()):
+			bad("%s %s is outside the lab's IPv6 range %s", owner, p, IPv6Range)
 			return
 		}
 		for _, reserved := range []owned{{MgmtRange, "the management range"}, {hostNet, "this machine's network"},
-			{PublicRangeA, "the public range"}, {PublicRangeB, "the public range"}} {
+			{PublicRangeA, "the public range"}, {PublicRangeB, "the public range"}, {WANRange6, "the WAN's IPv6 range"}} {
 			if p.Overlaps(reserved.p) {
 				bad("%s %s overlaps %s %s", owner, p, reserved.owner, reserved.p)
 				return
@@ -91,9 +96,22 @@ func (s Spec) validate() error {
 			bad("two clusters are named %q", c.Name)
 		}
 		clusterNames[c.Name] = true
-		claim(c.PodCIDR.Masked(), cname+" pod CIDR")
-		claim(c.ServiceCIDR.Masked(), cname+" service CIDR")
-		claim(c.WireGuardSubnet.Masked(), cname+" WireGuard subnet")
+		claim(c.PodCIDR.Masked(), cname+" pod CIDR", false)
+		claim(c.ServiceCIDR.Masked(), cname+" service CIDR", false)
+		claim(c.WireGuardSubnet.Masked(), cname+" WireGuard subnet", false)
+		if c.DualStack {
+			claim(c.PodCIDR6.Masked(), cname+" IPv6 pod CIDR", true)
+			claim(c.ServiceCIDR6.Masked(), cname+" IPv6 service CIDR", true)
+			if c.ServiceCIDR6.Bits() < 108 {
+				bad("%s IPv6 service CIDR %s is larger than /108 (kube-apiserver refuses it)", cname, c.ServiceCIDR6)
+			}
+			if d := c.NodeCIDRMaskSize6 - c.PodCIDR6.Bits(); d <= 0 || d > 16 || c.NodeCIDRMaskSize6 > 120 {
+				bad("%s NodeCIDRMaskSize6 %d must be 1 to 16 bits longer than the IPv6 pod CIDR's /%d and at most 120",
+					cname, c.NodeCIDRMaskSize6, c.PodCIDR6.Bits())
+			}
+		} else if c.PodCIDR6.IsValid() || c.ServiceCIDR6.IsValid() || c.NodeCIDRMaskSize6 != 0 {
+			bad("%s has IPv6 ranges but is not DualStack: set ClusterSpec.DualStack", cname)
+		}
 		if c.ServiceCIDR.Bits() < 12 {
 			bad("%s service CIDR %s is larger than /12 (kube-apiserver refuses it)", cname, c.ServiceCIDR)
 		}
@@ -119,10 +137,20 @@ func (s Spec) validate() error {
 			}
 			locNames[l.Name] = true
 			claimNetns(routerNetns(s.Name, c.Name, l.Name), lname)
-			claim(l.LAN.Masked(), lname+" LAN")
+			claim(l.LAN.Masked(), lname+" LAN", false)
 			if l.LAN.Bits() > 29 {
 				bad("%s LAN %s is smaller than /29", lname, l.LAN)
 			}
+			switch {
+			case c.DualStack:
+				claim(l.LAN6.Masked(), lname+" IPv6 LAN", true)
+				if l.LAN6.Bits() > 120 {
+					bad("%s IPv6 LAN %s is smaller than /120", lname, l.LAN6)
+				}
+			case l.LAN6.IsValid():
+				bad("%s has an IPv6 LAN but its cluster is not DualStack: set ClusterSpec.DualStack", lname)
+			}
+			lanIPs6 := map[netip.Addr]bool{routerLANIP(l.LAN6): true}
 			claimPublic(l.PublicIP, lname+" router")
 			if len(l.Nodes) == 0 {
 				bad("%s has no nodes", lname)
@@ -146,6 +174,16 @@ func (s Spec) validate() error {
 					bad("%s LAN IP %s is taken (the router has %s)", nname, n.LANIP, routerLANIP(l.LAN))
 				}
 				lanIPs[n.LANIP] = true
+				switch {
+				case !c.DualStack && n.LANIP6.IsValid():
+					bad("%s has an IPv6 LAN IP but its cluster is not DualStack: set ClusterSpec.DualStack", nname)
+				case !c.DualStack:
+				case !l.LAN6.Contains(n.LANIP6) || n.LANIP6 == l.LAN6.Masked().Addr():
+					bad("%s IPv6 LAN IP %s is not a host address of its IPv6 LAN %s", nname, n.LANIP6, l.LAN6)
+				case lanIPs6[n.LANIP6]:
+					bad("%s IPv6 LAN IP %s is taken (the router has %s)", nname, n.LANIP6, routerLANIP(l.LAN6))
+				}
+				lanIPs6[n.LANIP6] = true
 				if l.NAT && n.PublicIP.IsValid() {
 					bad("%s has a public IP but its location is behind NAT: drop NodeSpec.PublicIP or LocationSpec.NAT", nname)
 				}
@@ -164,6 +202,15 @@ func (s Spec) validate() error {
 		}
 	}
 	claimNetns(wanNetns(s.Name), "the WAN")
+	for _, c := range s.Clusters {
+		nodes := 0
+		for _, l := range c.Locations {
+			nodes += len(l.Nodes)
+		}
+		if d := c.NodeCIDRMaskSize6 - c.PodCIDR6.Bits(); c.DualStack && d > 0 && d <= 16 && nodes > 1<<d {
+			bad("cluster %q has %d nodes but its IPv6 pod CIDR %s only holds %d /%d podCIDRs", c.Name, nodes, c.PodCIDR6, 1<<d, c.NodeCIDRMaskSize6)
+		}
+	}
 	return errors.Join(errs...)
 }
 
