@@ -88,6 +88,7 @@ func TestFederationOfTwoClusters(t *testing.T) {
 		{"UserPeerBesideTheFederationIsLeftAlone", testUserPeer, false},
 		{"MirroredPeerFollowsGatewayFailover", testFailover, false},
 		{"RemoteAPIOutageKeepsTrafficAndPeers", testAPIOutage, false},
+		{"OwnAPIOutageKeepsTrafficAndPeers", testOwnAPIOutage, false},
 		{"UnjoinRemovesEverythingButUserPeers", testUnjoin, false},
 	}
 	for _, s := range steps {
@@ -345,6 +346,11 @@ func testStatus(ctx context.Context, t *testing.T, f *fed) {
 		t.Logf("kilofed --context %s status:\n%s", here, table)
 		if err != nil {
 			t.Errorf("kilofed status: %v", err)
+		}
+		for _, g := range st.Clusters[len(st.Clusters)-1].Gateways {
+			if !strings.HasPrefix(g.Node, there+"-") || f.l.Cluster(there).Node(g.Node) == nil {
+				t.Errorf("kilofed --context %s status names gateway %q for %s/%s, want the node leading it", here, g.Node, there, g.Location)
+			}
 		}
 		if !strings.Contains(table, here+" (here)") || !strings.Contains(table, " up") {
 			t.Errorf("kilofed --context %s status: no %q row or no cluster up", here, here+" (here)")

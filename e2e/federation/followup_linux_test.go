@@ -276,12 +276,29 @@ func countLines(p *lab.Process, s string) int {
 }
 
 func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
-	peers := mirroredPeers(ctx, t, f.prod, "dr")
-	writes := countLines(f.ctls["prod"], "Peer written") + countLines(f.ctls["prod"], "stale Peer deleted")
+	apiOutage(ctx, t, f, f.dr, f.prod, [][2]string{{"echo-prod-par-1", "echo-dr-gra-1"}, {"echo-prod-par-2", "echo-dr-dc-1"}, {"echo-prod-dc-1", "echo-dr-gra-2"}})
+}
+
+// testOwnAPIOutage stops prod's own API server: dr keeps reaching prod.
+func testOwnAPIOutage(ctx context.Context, t *testing.T, f *fed) {
+	apiOutage(ctx, t, f, f.prod, f.dr, [][2]string{{"echo-dr-gra-1", "echo-prod-par-1"}, {"echo-dr-gra-2", "echo-prod-dc-1"}, {"echo-dr-dc-1", "echo-prod-par-2"}})
+}
+
+// apiOutage stops down's API server for 15 s while pods of up probe pods
+// of down (pairs from, to), and checks that up keeps down's Peers, says
+// APIReachable=False since when, and converges without a flap once down's
+// API server is back.
+func apiOutage(ctx context.Context, t *testing.T, f *fed, down, up *lab.Cluster, pairs [][2]string) {
+	t.Logf("stopping %s's API server while pods of %s probe pods of %s", down.Name, up.Name, down.Name)
+	peers := mirroredPeers(ctx, t, up, down.Name)
+	writes := countLines(f.ctls[up.Name], "Peer written") + countLines(f.ctls[up.Name], "stale Peer deleted")
 	type target struct{ from, to string }
-	targets := []target{{"echo-prod-par-1", "echo-dr-gra-1"}, {"echo-prod-par-2", "echo-dr-dc-1"}, {"echo-prod-dc-1", "echo-dr-gra-2"}}
+	var targets []target
+	for _, p := range pairs {
+		targets = append(targets, target{p[0], p[1]})
+	}
 	for _, tg := range targets {
-		if _, err := answer(ctx, f.l, f.prod, tg.from, f.ips["dr"][tg.to], tg.to, "dr", 30*time.Second); err != nil {
+		if _, err := answer(ctx, f.l, up, tg.from, f.ips[down.Name][tg.to], tg.to, down.Name, 30*time.Second); err != nil {
 			t.Fatalf("before the outage, %s -> %s: %v", tg.from, tg.to, err)
 		}
 	}
@@ -297,7 +314,7 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 			defer wg.Done()
 			for pctx.Err() == nil {
 				sent.Add(1)
-				if got, err := probe(pctx, f.l, f.prod, tg.from, f.ips["dr"][tg.to], time.Second); (err != nil || got[0] != tg.to) && pctx.Err() == nil {
+				if got, err := probe(pctx, f.l, up, tg.from, f.ips[down.Name][tg.to], time.Second); (err != nil || got[0] != tg.to) && pctx.Err() == nil {
 					lost.Add(1)
 					lossMu.Lock()
 					losses[tg.from+" -> "+tg.to] = append(losses[tg.from+" -> "+tg.to], fmt.Sprintf("%.1fs", time.Since(time.Unix(0, outageStart.Load())).Seconds()))
@@ -314,7 +331,7 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 	}
 	defer stopProbes()
 
-	drAnn := announcement(ctx, t, f.dr)
+	drAnn := announcement(ctx, t, down)
 	start := time.Now()
 	outageStart.Store(start.UnixNano())
 	defer func() {
@@ -323,25 +340,25 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 		for tg, at := range losses {
 			t.Logf("probes %s lost at %v after the outage began", tg, at)
 		}
-		for name, p := range f.agents["dr"] {
+		for name, p := range f.agents[down.Name] {
 			for _, line := range logSince(p, start, "leader", "segment", "not forwarding", "API") {
-				t.Logf("  dr/%s kg: %s", name, line)
+				t.Logf("  "+down.Name+"/%s kg: %s", name, line)
 			}
 		}
-		for _, line := range logSince(f.ctls["prod"], start, "Peer written", "stale Peer", "remote API") {
-			t.Logf("  prod's controller: %s", line)
+		for _, line := range logSince(f.ctls[up.Name], start, "Peer written", "stale Peer", "remote API") {
+			t.Logf("  "+up.Name+"'s controller: %s", line)
 		}
-		for _, line := range logSince(f.ctls["dr"], start, "announced", "Peer written", "remote API") {
-			t.Logf("  dr's controller: %s", line)
+		for _, line := range logSince(f.ctls[down.Name], start, "announced", "Peer written", "remote API") {
+			t.Logf("  "+down.Name+"'s controller: %s", line)
 		}
 	}()
-	if err := f.dr.StopAPIServer(); err != nil {
-		t.Fatalf("stop dr's API server: %v", err)
+	if err := down.StopAPIServer(); err != nil {
+		t.Fatalf("stop the stopped API server: %v", err)
 	}
 	var rc fedv1.RemoteCluster
 	var seen time.Duration
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		rc = remoteCluster(ctx, t, f.prod, "dr")
+		rc = remoteCluster(ctx, t, up, down.Name)
 		if c := condition(rc, fedv1.APIReachable); c != nil && c.Status == metav1.ConditionFalse {
 			seen = time.Since(start)
 			break
@@ -349,54 +366,54 @@ func testAPIOutage(ctx context.Context, t *testing.T, f *fed) {
 	}
 	c := condition(rc, fedv1.APIReachable)
 	if seen == 0 || c == nil {
-		t.Errorf("20 s after dr's API server stopped, prod's RemoteCluster dr does not say APIReachable=False: %+v", rc.Status.Conditions)
+		t.Errorf("20 s after the stopped API server stopped, the other cluster's RemoteCluster of it does not say APIReachable=False: %+v", rc.Status.Conditions)
 	} else {
-		t.Logf("prod saw dr's API down after %v: APIReachable=%s (%s) since %s: %s; status.apiReachable=%s", seen.Round(time.Millisecond), c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message, rc.Status.APIReachable)
+		t.Logf("the other cluster saw the API down after %v: APIReachable=%s (%s) since %s: %s; status.apiReachable=%s", seen.Round(time.Millisecond), c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message, rc.Status.APIReachable)
 		if !strings.Contains(c.Message, "since") || rc.Status.APIReachable != "False" {
 			t.Errorf("APIReachable says no since when, or the printer column disagrees: %q, %q", c.Message, rc.Status.APIReachable)
 		}
 	}
 	// The outage lasts 15 s in all.
 	time.Sleep(time.Until(start.Add(15 * time.Second)))
-	if now := mirroredPeers(ctx, t, f.prod, "dr"); !reflect.DeepEqual(now, peers) {
-		t.Errorf("prod's Peers of dr changed during dr's API outage:\nbefore %+v\nnow    %+v", peers, now)
+	if now := mirroredPeers(ctx, t, up, down.Name); !reflect.DeepEqual(now, peers) {
+		t.Errorf("the other cluster's Peers of it changed during the API outage:\nbefore %+v\nnow    %+v", peers, now)
 	}
 	s, lo := sent.Load(), lost.Load()
-	t.Logf("during dr's API outage (15 s): %d probes, %d lost", s, lo)
-	if err := f.dr.StartAPIServer(ctx); err != nil {
-		t.Fatalf("start dr's API server again: %v", err)
+	t.Logf("during the API outage (15 s): %d probes, %d lost", s, lo)
+	if err := down.StartAPIServer(ctx); err != nil {
+		t.Fatalf("start the stopped API server again: %v", err)
 	}
 	back := time.Now()
 	var reach time.Duration
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		rc = remoteCluster(ctx, t, f.prod, "dr")
+		rc = remoteCluster(ctx, t, up, down.Name)
 		if c := condition(rc, fedv1.APIReachable); c != nil && c.Status == metav1.ConditionTrue {
 			reach = time.Since(back)
 			break
 		}
 	}
 	if reach == 0 {
-		t.Errorf("30 s after dr's API server returned, prod's RemoteCluster dr does not say APIReachable=True: %+v", rc.Status.Conditions)
+		t.Errorf("30 s after the stopped API server returned, the other cluster's RemoteCluster of it does not say APIReachable=True: %+v", rc.Status.Conditions)
 	}
 	// Two resync periods more: nothing flaps.
 	time.Sleep(11 * time.Second)
 	total, totalLost := stopProbes()
-	if now := announcement(ctx, t, f.dr); !reflect.DeepEqual(now.Gateways, drAnn.Gateways) {
-		t.Errorf("dr's own mesh changed its gateways across its API outage (its agents, not the federation):\nbefore %+v\nnow    %+v", drAnn.Gateways, now.Gateways)
+	if now := announcement(ctx, t, down); !reflect.DeepEqual(now.Gateways, drAnn.Gateways) {
+		t.Errorf("the stopped cluster's own mesh changed its gateways across its API outage (its agents, not the federation):\nbefore %+v\nnow    %+v", drAnn.Gateways, now.Gateways)
 	}
-	if now := mirroredPeers(ctx, t, f.prod, "dr"); !reflect.DeepEqual(now, peers) {
-		t.Errorf("prod's Peers of dr changed after dr's API returned:\nbefore %+v\nnow    %+v", peers, now)
+	if now := mirroredPeers(ctx, t, up, down.Name); !reflect.DeepEqual(now, peers) {
+		t.Errorf("the other cluster's Peers of it changed after the API returned:\nbefore %+v\nnow    %+v", peers, now)
 	}
-	if w := countLines(f.ctls["prod"], "Peer written") + countLines(f.ctls["prod"], "stale Peer deleted"); w != writes {
-		t.Errorf("prod's controller wrote or deleted Peers %d times during and after the outage, want none", w-writes)
+	if w := countLines(f.ctls[up.Name], "Peer written") + countLines(f.ctls[up.Name], "stale Peer deleted"); w != writes {
+		t.Errorf("the other cluster's controller wrote or deleted Peers %d times during and after the outage, want none", w-writes)
 	}
-	rc = remoteCluster(ctx, t, f.prod, "dr")
+	rc = remoteCluster(ctx, t, up, down.Name)
 	if r := condition(rc, fedv1.Ready); r == nil || r.Status != metav1.ConditionTrue {
-		t.Errorf("prod's RemoteCluster dr not Ready after the outage: %+v", rc.Status.Conditions)
+		t.Errorf("the other cluster's RemoteCluster of it not Ready after the outage: %+v", rc.Status.Conditions)
 	}
-	t.Logf("dr's API back: prod saw it after %v; over the whole run %d probes, %d lost (%d during the outage)", reach.Round(time.Millisecond), total, totalLost, lo)
+	t.Logf("API back: the other cluster saw it after %v; over the whole run %d probes, %d lost (%d during the outage)", reach.Round(time.Millisecond), total, totalLost, lo)
 	if totalLost > 0 {
-		t.Errorf("%d of %d probes prod -> dr were lost around dr's API outage", totalLost, total)
+		t.Errorf("%d of %d probes to the stopped cluster were lost around the API outage", totalLost, total)
 	}
 }
 
