@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kilofed/kilofed/e2e/lab"
+	"github.com/kilofed/kilofed/mesh/k8s"
 )
 
 // stickyLab is a location of two nodes, whose leader the test cuts off,
@@ -37,7 +38,9 @@ func TestMeshLeaderKeepsTheLeadWhenTheOldLeaderComesBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	c := l.Cluster("sticky")
-	as := startMesh(t, c, meshOptions{})
+	// The namespace is explicit so that a kg from before the Leases moved
+	// runs too (to see this test fail without the fix).
+	as := startMesh(t, c, meshOptions{extra: []string{"--lease-namespace=" + k8s.DefaultLeaseNamespace}})
 	old := waitLeaderOf(ctx, t, c, as, "paris", 60*time.Second)
 	next := c.Node("par-1")
 	if old == next {
