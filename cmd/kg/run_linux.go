@@ -299,6 +299,7 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		Backend:              backend,
 		Topology:             topo,
 		PrivateKey:           key,
+		KeyFile:              o.keyFile,
 		ListenPort:           int(o.port),
 		Endpoint:             announcedEndpoint(o, addrs),
 		InternalIP:           addrs.internal,

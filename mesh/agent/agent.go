@@ -42,6 +42,11 @@ type Config struct {
 	Topology topology.Options
 	// PrivateKey is this node's WireGuard private key.
 	PrivateKey wgconf.SecretKey
+	// KeyFile is the file PrivateKey was read from: a rotation request
+	// (kilo.squat.ai/rotate-key) writes the new key there, and records the
+	// request in KeyFile.rotated so that a restart does not rotate again.
+	// Empty refuses rotation requests.
+	KeyFile string
 	// ListenPort is the WireGuard UDP port.
 	ListenPort int
 	// Endpoint, when set, is published as this node's endpoint (host:port).
@@ -105,7 +110,9 @@ type Agent struct {
 	leaders  map[string]string
 	problems string
 
-	applied wgconf.Config // the last configuration the device took
+	applied wgconf.Config    // the last configuration the device took
+	key     wgconf.SecretKey // the private key, Config.PrivateKey until a rotation
+	rotated string           // the last rotation request honoured
 
 	// Touched by the Run goroutine only (Reconcile and restartHandshakes).
 	nudge      *nudger
@@ -114,7 +121,8 @@ type Agent struct {
 	lookupErr  map[string]string
 }
 
-// New checks cfg and returns an Agent.
+// New checks cfg, reads the last key rotation honoured (beside KeyFile)
+// and returns an Agent.
 func New(cfg Config) (*Agent, error) {
 	var missing []string
 	if cfg.Hostname == "" {
@@ -151,8 +159,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
+	rotated, err := readRotated(cfg.KeyFile)
+	if err != nil {
+		return nil, err
+	}
 	return &Agent{
-		cfg: cfg, log: log, leaders: map[string]string{},
+		cfg: cfg, log: log, leaders: map[string]string{}, key: cfg.PrivateKey, rotated: rotated,
 		now: time.Now, newTicker: newTimeTicker, started: time.Now(),
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
 		nudge: newNudger(),

@@ -55,6 +55,13 @@ func (n *nudger) track(conf wgconf.Config, now time.Time) {
 	}
 }
 
+// forget drops every tracked peer, so that the next track starts each
+// window again (after a key rotation, every tunnel has a handshake to make).
+func (n *nudger) forget() {
+	clear(n.since)
+	clear(n.last)
+}
+
 // due returns the peers, among those reachable (it is their side that can
 // initiate), whose handshake to restart now: configured within nudgeWindow,
 // no handshake completed since, not restarted within nudgeEvery. A peer is

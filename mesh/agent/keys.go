@@ -21,7 +21,7 @@ const keyMode fs.FileMode = 0o600
 // renamed over path, then the folder synced, so that a crash leaves either
 // no key or the whole key. The private key never leaves the node: only its
 // public half is published. Deleting the file and restarting the agent
-// rotates the key.
+// rotates the key; so does a rotation request on the Node (rotate.go).
 //
 // A key file that group or others can read is fixed, not refused: its mode
 // is set to 0600 and a warning advises rotating the key, since it may have
@@ -74,9 +74,15 @@ func checkKeyMode(path string, log *slog.Logger) error {
 	return nil
 }
 
-// writeKeyFile writes key to path through a synced temporary file in the
-// same folder, then syncs the folder so that the rename is durable.
-func writeKeyFile(path string, key wgconf.SecretKey) (err error) {
+// writeKeyFile writes key to path durably (writeFileDurably).
+func writeKeyFile(path string, key wgconf.SecretKey) error {
+	return writeFileDurably(path, key.Base64()+"\n")
+}
+
+// writeFileDurably writes data to path, mode 0600, through a synced
+// temporary file in the same folder, then syncs the folder so that the
+// rename is durable: a crash leaves either the old file or the new one.
+func writeFileDurably(path, data string) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create key folder: %w", err)
@@ -94,7 +100,7 @@ func writeKeyFile(path string, key wgconf.SecretKey) (err error) {
 		_ = f.Close()
 		return err
 	}
-	if _, err := f.WriteString(key.Base64() + "\n"); err != nil {
+	if _, err := f.WriteString(data); err != nil {
 		_ = f.Close()
 		return err
 	}

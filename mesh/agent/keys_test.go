@@ -84,3 +84,24 @@ func TestAgentConfigNeverPrintsThePrivateKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletingTheKeyFileRotatesAtRestart is the seed's manual rotation:
+// delete the key file, restart the agent.
+func TestDeletingTheKeyFileRotatesAtRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	first, created, err := LoadOrCreateKey(path, nil)
+	if err != nil || !created {
+		t.Fatalf("first start: created %v, %v", created, err)
+	}
+	same, created, err := LoadOrCreateKey(path, nil)
+	if err != nil || created || same != first {
+		t.Fatalf("restart: same key %v, created %v, %v; want the same key", same == first, created, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	rotated, created, err := LoadOrCreateKey(path, nil)
+	if err != nil || !created || rotated == first {
+		t.Errorf("restart without the file: new key %v, created %v, %v; want a new key", rotated != first, created, err)
+	}
+}

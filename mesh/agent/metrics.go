@@ -13,6 +13,7 @@ type Metrics struct {
 	reconciles       prometheus.Counter
 	reconcileErrors  prometheus.Counter
 	leaderChanges    prometheus.Counter
+	keyRotations     prometheus.Counter
 	problems         *prometheus.GaugeVec
 	lastReconcileSec prometheus.Gauge
 	stepErrors       *prometheus.GaugeVec
@@ -39,6 +40,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kilo_leader_changes_total", Help: "Number of times the leader of a location changed, as seen by this node.",
 		}),
+		keyRotations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kilo_key_rotations_total", Help: "Number of WireGuard key rotations this agent made on request (kilo.squat.ai/rotate-key).",
+		}),
 		problems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kilo_problems", Help: "Nodes and Peers with a problem (kind=node|peer, severity=warning|excluded).",
 		}, []string{"kind", "severity"}),
@@ -47,10 +51,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		stepErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kilo_reconcile_step_errors",
-			Help: "1 for each step (topology, publish, wireguard, address, link, encapsulation, routes, firewall) that failed in the last reconciliation, else 0.",
+			Help: "1 for each step (key, topology, publish, wireguard, address, link, encapsulation, routes, firewall) that failed in the last reconciliation, else 0.",
 		}, []string{"step"}),
 	}
 	reg.MustRegister(m.nodes, m.peers, m.leader, m.reconciles, m.reconcileErrors, m.leaderChanges,
-		m.problems, m.lastReconcileSec, m.stepErrors)
+		m.keyRotations, m.problems, m.lastReconcileSec, m.stepErrors)
 	return m
 }

@@ -18,6 +18,12 @@ import (
 // at any time, as often as wanted.
 func (a *Agent) Reconcile(ctx context.Context) error {
 	var steps stepErrors
+	rotated, err := a.rotateKey()
+	steps.add(stepKey, "rotate key", err)
+	if rotated {
+		// Every tunnel needs a new handshake: help them all, as new ones.
+		a.nudge.forget()
+	}
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
 	a.resolveEndpoints(ctx, nodes, peers)
 	topo, err := topology.New(nodes, peers, a.cfg.Topology)
@@ -49,8 +55,10 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 	if s, ok := topo.Segment(name); ok {
 		segmentIP = s.WireGuardIP
 	}
+	key, rotated := a.privateKey()
 	pub := k8s.NodeAnnotations{
-		Key:         a.cfg.PrivateKey.PublicKey(),
+		Key:         key.PublicKey(),
+		KeyRotated:  rotated,
 		Endpoint:    a.cfg.Endpoint,
 		InternalIP:  a.cfg.InternalIP,
 		InternalIP6: a.cfg.InternalIP6,
@@ -61,14 +69,16 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 	step(stepPublish, "publish node", a.cfg.Backend.PublishNode(actx, name, pub))
 	cancel()
 
-	conf, err := topo.WireGuardConfig(name, a.cfg.PrivateKey)
+	// The new key is published before the device takes it, in the same
+	// write as the rotation's report.
+	conf, err := topo.WireGuardConfig(name, key)
 	if err != nil {
 		// Not in the mesh yet (no key published until now) or excluded:
 		// keep the interface up with no peers; the problem is logged.
 		if !errors.Is(err, topology.ErrUnknownNode) && !errors.Is(err, topology.ErrExcluded) {
 			step(stepWireGuard, "wireguard config", err)
 		}
-		conf = wgconf.Config{PrivateKey: a.cfg.PrivateKey}
+		conf = wgconf.Config{PrivateKey: key}
 	}
 	conf.ListenPort = a.cfg.ListenPort
 	if err := a.cfg.Device.Set(ctx, conf); err != nil {

@@ -8,6 +8,7 @@ import (
 
 // The steps of a reconciliation, as kilo_reconcile_step_errors labels them.
 const (
+	stepKey           = "key"
 	stepTopology      = "topology"
 	stepPublish       = "publish"
 	stepWireGuard     = "wireguard"
@@ -19,7 +20,7 @@ const (
 )
 
 // reconcileSteps are all steps, in the order they run.
-var reconcileSteps = []string{stepTopology, stepPublish, stepWireGuard, stepAddress, stepLink, stepEncapsulation, stepRoutes, stepFirewall}
+var reconcileSteps = []string{stepKey, stepTopology, stepPublish, stepWireGuard, stepAddress, stepLink, stepEncapsulation, stepRoutes, stepFirewall}
 
 // apiTimeout bounds each write to the API server in a reconciliation, so
 // that an unreachable API server delays the loop but never stalls it.

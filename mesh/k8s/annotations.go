@@ -48,6 +48,13 @@ const (
 	// GranularityAnnotation is the mesh granularity the agent runs with,
 	// published for tools; it is not read back.
 	GranularityAnnotation = "kilo.squat.ai/granularity"
+	// RotateKeyRequestAnnotation asks the node's agent for a new WireGuard
+	// key: the operator (kilofed rotate-keys) writes a unique value, and the
+	// agent rotates once per value. The agent may not write it.
+	RotateKeyRequestAnnotation = "kilo.squat.ai/rotate-key"
+	// KeyRotatedAnnotation is the last RotateKeyRequestAnnotation value the
+	// agent honoured, published with the new key in the same write.
+	KeyRotatedAnnotation = "kilo.squat.ai/key-rotated"
 
 	// Kilo's kilo.squat.ai/last-seen heartbeat annotation and its
 	// kilo.squat.ai/discovered-endpoints annotation are neither read nor

@@ -37,6 +37,9 @@ type Backend interface {
 	// PublishNode writes the node's published annotations with a merge
 	// patch, only when they differ from what the node carries.
 	PublishNode(ctx context.Context, name string, a NodeAnnotations) error
+	// RotateKeyRequest returns the node's kilo.squat.ai/rotate-key value,
+	// "" when it carries none; a change of it signals Changes.
+	RotateKeyRequest(name string) string
 	// Heartbeat renews the node's heartbeat Lease once, creating it if
 	// needed. The first call of a process, and a call more than a lease
 	// duration after the previous one returned (the agent stopped

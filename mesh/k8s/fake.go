@@ -27,6 +27,9 @@ type Fake struct {
 	PeerStatus map[string]v1alpha1.PeerStatus
 	// heartbeatErr is what Heartbeat returns (FailHeartbeats).
 	heartbeatErr error
+	// RotateKey holds the kilo.squat.ai/rotate-key value per node
+	// (SetRotateKeyRequest).
+	RotateKey map[string]string
 	// NotForwarding holds the nodes marked by SetForwarding(node, false):
 	// they are not Ready, as if their Lease had expired.
 	NotForwarding map[string]bool
@@ -42,6 +45,7 @@ func NewFake() *Fake {
 		Heartbeats:    map[string]int{},
 		PeerStatus:    map[string]v1alpha1.PeerStatus{},
 		NotForwarding: map[string]bool{},
+		RotateKey:     map[string]string{},
 	}
 }
 
@@ -83,6 +87,22 @@ func (f *Fake) PublishNode(_ context.Context, name string, a NodeAnnotations) er
 	defer f.mu.Unlock()
 	f.Published[name] = a
 	return nil
+}
+
+// RotateKeyRequest implements Backend.
+func (f *Fake) RotateKeyRequest(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.RotateKey[name]
+}
+
+// SetRotateKeyRequest writes node's kilo.squat.ai/rotate-key value, as the
+// operator does, and signals a change.
+func (f *Fake) SetRotateKeyRequest(node, value string) {
+	f.mu.Lock()
+	f.RotateKey[node] = value
+	f.mu.Unlock()
+	f.signal()
 }
 
 // Heartbeat implements Backend; it counts the heartbeats that succeed.

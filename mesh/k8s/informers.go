@@ -111,8 +111,8 @@ func (c *Client) addHandlers(leaseInformer cache.SharedIndexInformer) error {
 	return nil
 }
 
-// nodeChanged reports whether an update changes what NodeFromObject reads,
-// so that kubelet status heartbeats do not wake the agent.
+// nodeChanged reports whether an update changes what NodeFromObject reads
+// or the node's key rotation request, so that kubelet status heartbeats do not wake the agent.
 func (c *Client) nodeChanged(old, obj any) bool {
 	o, ok1 := old.(*corev1.Node)
 	n, ok2 := obj.(*corev1.Node)
@@ -121,6 +121,9 @@ func (c *Client) nodeChanged(old, obj any) bool {
 	}
 	on, oerrs := NodeFromObject(o, c.opts)
 	nn, nerrs := NodeFromObject(n, c.opts)
+	if o.Annotations[RotateKeyRequestAnnotation] != n.Annotations[RotateKeyRequestAnnotation] {
+		return true
+	}
 	return !reflect.DeepEqual(on, nn) || fmt.Sprint(oerrs) != fmt.Sprint(nerrs)
 }
 

@@ -37,6 +37,9 @@ type NodeAnnotations struct {
 	WireGuardIP netip.Prefix
 	// Granularity is the agent's mesh granularity (kilo.squat.ai/granularity).
 	Granularity topology.Granularity
+	// KeyRotated is the rotation request the agent last honoured
+	// (kilo.squat.ai/key-rotated), published with the key it produced.
+	KeyRotated string
 }
 
 // Values returns the annotations a stands for, every published key
@@ -49,6 +52,7 @@ func (a NodeAnnotations) Values() (map[string]string, error) {
 		InternalIPAnnotation:  "",
 		WireGuardIPAnnotation: "",
 		GranularityAnnotation: string(a.Granularity),
+		KeyRotatedAnnotation:  strings.TrimSpace(a.KeyRotated),
 	}
 	if !a.Key.IsZero() {
 		v[KeyAnnotation] = a.Key.String()
@@ -117,4 +121,13 @@ func (c *Client) PublishNode(ctx context.Context, name string, a NodeAnnotations
 		return fmt.Errorf("publish node %q: %w", name, err)
 	}
 	return nil
+}
+
+// RotateKeyRequest implements Backend, from the informer's copy of the Node.
+func (c *Client) RotateKeyRequest(name string) string {
+	obj, ok, _ := c.nodes.GetStore().GetByKey(name)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(obj.(*corev1.Node).Annotations[RotateKeyRequestAnnotation])
 }

@@ -19,19 +19,25 @@ func TestNodeAnnotationsValues(t *testing.T) {
 	}{
 		{
 			name: "zero value removes everything",
-			want: map[string]string{KeyAnnotation: "", EndpointAnnotation: "", InternalIPAnnotation: "", WireGuardIPAnnotation: "", GranularityAnnotation: ""},
+			want: map[string]string{KeyAnnotation: "", EndpointAnnotation: "", InternalIPAnnotation: "", WireGuardIPAnnotation: "", GranularityAnnotation: "", KeyRotatedAnnotation: ""},
 		},
 		{
 			name: "leader of a dual-stack node",
 			in: NodeAnnotations{Key: mustKey(keyA), Endpoint: "gw.example.com:51820", InternalIP: pfx("10.0.1.10/24"), InternalIP6: pfx("fd12::10/64"),
 				WireGuardIP: pfx("10.4.0.1/16"), Granularity: topology.LocationGranularity},
 			want: map[string]string{KeyAnnotation: keyA, EndpointAnnotation: "gw.example.com:51820", InternalIPAnnotation: "10.0.1.10/24,fd12::10/64",
-				WireGuardIPAnnotation: "10.4.0.1/16", GranularityAnnotation: "location"},
+				WireGuardIPAnnotation: "10.4.0.1/16", GranularityAnnotation: "location", KeyRotatedAnnotation: ""},
 		},
 		{
 			name: "port only",
 			in:   NodeAnnotations{Key: mustKey(keyA), Endpoint: ":51821", InternalIP: pfx("10.0.1.10/24")},
-			want: map[string]string{KeyAnnotation: keyA, EndpointAnnotation: ":51821", InternalIPAnnotation: "10.0.1.10/24", WireGuardIPAnnotation: "", GranularityAnnotation: ""},
+			want: map[string]string{KeyAnnotation: keyA, EndpointAnnotation: ":51821", InternalIPAnnotation: "10.0.1.10/24", WireGuardIPAnnotation: "", GranularityAnnotation: "", KeyRotatedAnnotation: ""},
+		},
+		{
+			name: "after a rotation",
+			in:   NodeAnnotations{Key: mustKey(keyA), KeyRotated: "2026-12-01T10:00:00.123456789Z"},
+			want: map[string]string{KeyAnnotation: keyA, EndpointAnnotation: "", InternalIPAnnotation: "", WireGuardIPAnnotation: "", GranularityAnnotation: "",
+				KeyRotatedAnnotation: "2026-12-01T10:00:00.123456789Z"},
 		},
 		{name: "bad endpoint", in: NodeAnnotations{Endpoint: "gw.example.com"}, err: true},
 		{name: "port zero", in: NodeAnnotations{Endpoint: ":0"}, err: true},

@@ -68,6 +68,8 @@ func TrustCases() []TrustCase {
 			}}})
 		}},
 		{Name: "own published annotation removed", Allowed: true, Do: annotate(ownNode, k8s.WireGuardIPAnnotation, nil)},
+		{Name: "own key rotation reported", Allowed: true, Do: annotate(ownNode, k8s.KeyRotatedAnnotation, "2026-12-01T10:00:00Z")},
+		{Name: "own key rotation requested", Do: annotate(ownNode, k8s.RotateKeyRequestAnnotation, "2026-12-01T10:00:00Z")},
 		{Name: "another node's key", Do: annotate(otherNode, k8s.KeyAnnotation, "rq3iv0e/ygoFaF5Hc38nwYov6HvfRrUi8mxazIua6Xo=")},
 		{Name: "another node's endpoint", Do: annotate(otherNode, k8s.EndpointAnnotation, "198.51.100.66:51820")},
 		{Name: "another node's key removed", Do: annotate(otherNode, k8s.KeyAnnotation, nil)},
