@@ -34,8 +34,8 @@ func TestDispatch(t *testing.T) {
 		wantKubeconfig         string
 	}{
 		{name: "no command", args: nil, wantCode: 2, wantStderr: "usage: kilofed [--kubeconfig FILE]"},
-		{name: "help", args: []string{"help"}, wantStdout: "  showconf  show the WireGuard configuration of a node or of a Peer"},
-		{name: "--help", args: []string{"--help"}, wantStdout: "  connect   join this machine to the mesh as the Peer PEER"},
+		{name: "help", args: []string{"help"}, wantStdout: "  showconf     show the WireGuard configuration of a node or of a Peer"},
+		{name: "--help", args: []string{"--help"}, wantStdout: "  connect      join this machine to the mesh as the Peer PEER"},
 		{name: "help of a command", args: []string{"help", "graph"}, wantStdout: "kilofed graph | dot -Tsvg > mesh-topology.svg"},
 		{name: "command --help", args: []string{"connect", "-h"}, wantStdout: "--create"},
 		{name: "unknown command", args: []string{"join"}, wantCode: 2, wantStderr: `kilofed: unknown command "join"`},

@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// MeshCommands returns the mesh commands: graph, showconf and connect.
+// MeshCommands returns the mesh commands: graph, showconf, connect and
+// rotate-keys.
 func MeshCommands() []Command {
-	return []Command{graphCommand(), showconfCommand(), connectCommand()}
+	return []Command{graphCommand(), showconfCommand(), connectCommand(), rotateKeysCommand()}
 }
 
 // computeMesh opens the cluster and computes its mesh as the agents do.
