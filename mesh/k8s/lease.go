@@ -22,16 +22,19 @@ func LeaseFresh(observed, now time.Time, d time.Duration) bool {
 type leases struct {
 	mu sync.Mutex
 	// seen is the renewal last observed per node: the Lease's version and
-	// the local time it was first seen.
+	// the watch time (see watchClock) it was first seen.
 	seen map[string]renewal
+	// clock is what Leases age by: it stands still while the watch is
+	// silent (an API server outage), so that no Lease expires for it.
+	clock watchClock
 }
 
 // renewal is one observed version of a Lease.
 type renewal struct {
 	// version identifies the renewal: renewTime, else resourceVersion.
 	version string
-	// at is when this process saw the version; zero when it was only read
-	// in the initial list (a renewal not observed live).
+	// at is when this process saw the version, in watch time; zero when
+	// it was only read in the initial list (a renewal not observed live).
 	at time.Time
 	// created is the Lease's creationTimestamp, set by the API server when
 	// the node's agent began its run (or began again as new): one clock for
@@ -77,6 +80,7 @@ func (ls *leases) observe(l *coordinationv1.Lease, now time.Time, initial bool, 
 	created := l.CreationTimestamp.Time
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	now = ls.clock.event(now, d)
 	old, ok := ls.seen[node]
 	switch {
 	case initial && !ok:
@@ -109,10 +113,11 @@ func (ls *leases) forget(l *coordinationv1.Lease) {
 }
 
 // ready returns, for every node with a Lease, whether its Lease is fresh at
-// now.
+// now (judged in watch time: see watchClock).
 func (ls *leases) ready(now time.Time, d time.Duration) map[string]bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	now = ls.clock.at(now, d)
 	out := make(map[string]bool, len(ls.seen))
 	for node, r := range ls.seen {
 		out[node] = LeaseFresh(r.at, now, d)

@@ -127,10 +127,16 @@ func TestLeaseTracking(t *testing.T) {
 			want: map[string]bool{"a": false, "c": true},
 		},
 		{
+			// With the watch live (a renews again): a silent watch would
+			// stop the clock Leases age by (watchclock.go).
 			name: "time passes",
-			do:   func() {},
+			do: func() {
+				for i, at := range []time.Duration{6 * time.Second, 7 * time.Second, 8 * time.Second} {
+					ls.observe(lease("kilo-a", "a", wall.Add(time.Duration(2+i)*time.Second)), t0.Add(at), false, d)
+				}
+			},
 			at:   8 * time.Second,
-			want: map[string]bool{"a": false, "c": false},
+			want: map[string]bool{"a": true, "c": false},
 		},
 	}
 	for _, s := range steps {
@@ -175,6 +181,9 @@ func TestLeaseSince(t *testing.T) {
 	// delete) with the same renewTime: it is a new run.
 	again := renewed.DeepCopy()
 	again.CreationTimestamp = metav1.NewTime(created.Add(time.Minute))
+	for s := 2; s < 10; s++ { // b renews meanwhile: the watch is live, a's Lease goes stale
+		ls.observe(lease("kilo-b", "b", created.Add(time.Duration(s)*time.Second)), t0.Add(time.Duration(s)*time.Second), false, d)
+	}
 	if !ls.observe(again, t0.Add(10*time.Second), false, d) {
 		t.Error("the recreated Lease of a stale node did not turn it fresh")
 	}
