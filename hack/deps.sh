@@ -13,6 +13,7 @@ declare -A need=(
 	[dot]=graphviz
 	[tcpdump]=tcpdump
 	[ping]=iputils-ping
+	[ipset]=ipset
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build.sh builds the lab's control-plane binaries (etcd, kube-apiserver,
 # kube-controller-manager, kube-proxy, kubectl) at the versions pinned in
-# ./k8s/go.mod and ./etcd/go.mod, into a cache folder outside the repository
-# keyed by those versions. A binary that is already there is not rebuilt.
+# ./k8s/go.mod and ./etcd/go.mod, and the lab tests' NetworkPolicy enforcer
+# (kube-router, pinned in ./kube-router/go.mod), into a cache folder outside
+# the repository keyed by those versions. A binary that is already there is not rebuilt.
 #
 # Usage: build.sh            build what is missing, print the folder
 #        build.sh --print-dir print the folder only
@@ -45,4 +46,5 @@ build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager
 build kube-proxy k8s k8s.io/kubernetes/cmd/kube-proxy
 build kubectl k8s k8s.io/kubernetes/cmd/kubectl
+build kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 echo "lab-bins: ready in $dir"
