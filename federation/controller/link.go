@@ -304,12 +304,20 @@ func (l *link) applyPeers(ctx context.Context, rc *fedv1.RemoteCluster, ann *fed
 	owner := metav1.OwnerReference{APIVersion: fedv1.SchemeGroupVersion.String(), Kind: "RemoteCluster", Name: rc.Name, UID: rc.UID}
 	for i := range desired {
 		p := desired[i]
-		if old, ok := l.applied[p.Name]; ok && !resync && reflect.DeepEqual(old, p.Spec) {
+		old, known := l.applied[p.Name]
+		unchanged := known && reflect.DeepEqual(old, p.Spec)
+		if unchanged && !resync {
 			continue
 		}
 		p.OwnerReferences = []metav1.OwnerReference{owner}
 		if err := local.Patch(ctx, &p, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("write Peer %s: %w", p.Name, err)
+		}
+		if unchanged {
+			// The periodic re-apply of an unchanged Peer (repairs an edit
+			// by hand; a no-op for the API server otherwise).
+			l.c.log.Debug("Peer re-applied", "remote", l.name, "peer", p.Name)
+			continue
 		}
 		l.c.log.Info("Peer written", "remote", l.name, "peer", p.Name, "key", p.Spec.PublicKey[:8], "allowedIPs", p.Spec.AllowedIPs)
 	}
