@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -325,6 +326,25 @@ func TestClient(t *testing.T) {
 		case <-b.Changes():
 			t.Error("a change was signalled for a Node status heartbeat or a Peer status write")
 		case <-time.After(time.Second):
+		}
+	})
+
+	t.Run("a key rotation request signals and reads back", func(t *testing.T) {
+		drain(b.Changes())
+		patch := []byte(`{"metadata":{"annotations":{"` + k8s.RotateKeyRequestAnnotation + `":"2026-12-01T10:00:00Z"}}}`)
+		if _, err := kube.CoreV1().Nodes().Patch(ctx, "b", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-b.Changes():
+		case <-time.After(10 * time.Second):
+			t.Error("no change signalled for a rotation request")
+		}
+		if got := b.RotateKeyRequest("b"); got != "2026-12-01T10:00:00Z" {
+			t.Errorf("RotateKeyRequest(b) = %q, want the request", got)
+		}
+		if got := b.RotateKeyRequest("nowhere"); got != "" {
+			t.Errorf("RotateKeyRequest of a missing node = %q, want none", got)
 		}
 	})
 
