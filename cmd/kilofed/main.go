@@ -1,5 +1,5 @@
 // Command kilofed is kilofed's CLI: the mesh commands (graph, showconf,
-// connect) and, as they are added, the federation commands (join, unjoin,
+// connect, rotate-keys) and, as they are added, the federation commands (join, unjoin,
 // status, verify, bench). Each subcommand is a kgctl.Command; add one by
 // appending it to commands.
 package main

@@ -2,8 +2,9 @@
 // name so that the seed commands work verbatim: graph (the topology as a
 // Graphviz picture), showconf node|peer (the WireGuard configuration of a
 // node or of an external Peer, or a Peer object to apply in another
-// cluster) and connect (join this machine to the mesh as a Peer, with an
-// embedded WireGuard when the kernel has none).
+// cluster), connect (join this machine to the mesh as a Peer, with an
+// embedded WireGuard when the kernel has none) and rotate-keys (ask agents
+// for new WireGuard keys through their Nodes and wait for their reports).
 //
 // The CLI computes the mesh with topology.New, the function every agent
 // (kg) calls, from the same snapshot of Nodes and Peers (package k8s) and
