@@ -5,7 +5,6 @@
 //	kgctl showconf node master-eu-west
 //	kgctl showconf peer admin-workstation
 //	kgctl connect seb-laptop --private-key-file dev-private.key
-//	kgctl rotate-keys --node master-eu-west
 //
 // It runs the same commands as `kilofed graph|showconf|connect|rotate-keys`.
 package main
