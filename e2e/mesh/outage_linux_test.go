@@ -5,6 +5,7 @@ package mesh
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -55,7 +56,7 @@ func TestMeshAPIOutageChangesNothing(t *testing.T) {
 				return
 			}
 			logStart := logSizes(as)
-			w := watchMesh(ctx, l, c, as, ips)
+			w := watchMesh(ctx, t, l, c, as, ips)
 			time.Sleep(3 * time.Second) // a baseline under traffic
 
 			began := time.Now()
@@ -71,6 +72,7 @@ func TestMeshAPIOutageChangesNothing(t *testing.T) {
 				}
 			}
 			time.Sleep(outageLength - time.Since(began))
+			restart := time.Now()
 			w.mark("API back")
 			switch how {
 			case "stop":
@@ -84,7 +86,7 @@ func TestMeshAPIOutageChangesNothing(t *testing.T) {
 			}
 			ready := time.Now()
 			w.mark("API ready")
-			t.Logf("API server %s for %v, ready again %v later", how, ready.Sub(began).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+			t.Logf("API server out (%s) for %v, ready %v after its restart", how, restart.Sub(began).Round(time.Millisecond), ready.Sub(restart).Round(time.Millisecond))
 			time.Sleep(outageAfter)
 			w.stop()
 
@@ -113,6 +115,7 @@ func TestMeshLeaderDeathDuringAPIOutage(t *testing.T) {
 	survivor := otherNodeOf(c, loc, leader)
 	target := ips["echo-"+survivor.Name]
 	froms := []string{"echo-scw-1", "echo-dc-1"}
+	nss := podNetns(ctx, t, c, ips)
 
 	began := time.Now()
 	if err := c.StopAPIServer(); err != nil {
@@ -120,7 +123,7 @@ func TestMeshLeaderDeathDuringAPIOutage(t *testing.T) {
 	}
 	time.Sleep(5 * time.Second) // the outage has begun: no lease expired for it
 	for _, from := range froms {
-		if got, err := probe(ctx, l, c, from, target, probeTimeout); err != nil || got != "echo-"+survivor.Name {
+		if got, err := probeFrom(ctx, l, nss[from], target, probeTimeout); err != nil || got != "echo-"+survivor.Name {
 			t.Errorf("%v into the outage, before the leader died: %s -> echo-%s: %q, %v", time.Since(began).Round(time.Millisecond), from, survivor.Name, got, err)
 		}
 	}
@@ -130,7 +133,7 @@ func TestMeshLeaderDeathDuringAPIOutage(t *testing.T) {
 	killed := time.Now()
 	answered := 0
 	for time.Since(began) < outageLength {
-		if got, err := probe(ctx, l, c, froms[0], target, probeTimeout); err == nil && got == "echo-"+survivor.Name {
+		if got, err := probeFrom(ctx, l, nss[froms[0]], target, probeTimeout); err == nil && got == "echo-"+survivor.Name {
 			answered++
 		}
 		time.Sleep(probeEvery)
@@ -174,6 +177,35 @@ func otherNodeOf(c *lab.Cluster, loc string, n *lab.Node) *lab.Node {
 		}
 	}
 	return nil
+}
+
+// podNetns resolves the network namespaces of the echo pods while the API
+// server answers, so that probes run without it.
+func podNetns(ctx context.Context, t testing.TB, c *lab.Cluster, ips map[string]string) map[string]*lab.Namespace {
+	t.Helper()
+	out := map[string]*lab.Namespace{}
+	for pod := range ips {
+		ns, err := c.PodNamespace(ctx, "default", pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[pod] = ns
+	}
+	return out
+}
+
+// probeFrom is probe from a namespace resolved beforehand (no API call).
+func probeFrom(ctx context.Context, l *lab.Lab, ns *lab.Namespace, ip string, timeout time.Duration) (string, error) {
+	url := "http://" + net.JoinHostPort(ip, "8080") + "/"
+	out, err := ns.Exec(ctx, l.LabBinary(), "workload", "get", "--timeout", timeout.String(), url)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return "", fmt.Errorf("empty answer from %s", url)
+	}
+	return f[0], nil
 }
 
 // waitConverged waits until every probe pair answers and every location has
@@ -236,7 +268,8 @@ type watchEvent struct {
 }
 
 // watchMesh starts probing and sampling.
-func watchMesh(ctx context.Context, l *lab.Lab, c *lab.Cluster, as agents, ips map[string]string) *meshWatch {
+func watchMesh(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as agents, ips map[string]string) *meshWatch {
+	nss := podNetns(ctx, t, c, ips)
 	ctx, cancel := context.WithCancel(ctx)
 	w := &meshWatch{start: time.Now(), cancel: cancel}
 	for i, p := range outagePairs {
@@ -251,7 +284,7 @@ func watchMesh(ctx context.Context, l *lab.Lab, c *lab.Cluster, as agents, ips m
 				}
 				next = next.Add(probeEvery)
 				sent := time.Now()
-				got, err := probe(ctx, l, c, p[0], ips[p[1]], probeTimeout)
+				got, err := probeFrom(ctx, l, nss[p[0]], ips[p[1]], probeTimeout)
 				if ctx.Err() != nil {
 					return
 				}
@@ -275,7 +308,9 @@ func watchMesh(ctx context.Context, l *lab.Lab, c *lab.Cluster, as agents, ips m
 				if ctx.Err() != nil {
 					return
 				}
-				peers := strings.Join(strings.Fields(out), ",")
+				keys := strings.Fields(out)
+				sort.Strings(keys) // wg lists peers in no fixed order
+				peers := strings.Join(keys, ",")
 				if err != nil {
 					peers = "error: " + firstLine(err)
 				}
