@@ -89,6 +89,7 @@ func TestFederationOfTwoClusters(t *testing.T) {
 		{"MirroredPeerFollowsGatewayFailover", testFailover, false},
 		{"RemoteAPIOutageKeepsTrafficAndPeers", testAPIOutage, false},
 		{"OwnAPIOutageKeepsTrafficAndPeers", testOwnAPIOutage, false},
+		{"GatewayKeyRotationIsFollowedByTheOtherCluster", testKeyRotation, false},
 		{"UnjoinRemovesEverythingButUserPeers", testUnjoin, false},
 	}
 	for _, s := range steps {
