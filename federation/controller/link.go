@@ -266,11 +266,7 @@ func (l *link) mirror(ctx context.Context, rc *fedv1.RemoteCluster, ann *fedv1.A
 		l.c.log.Warn("remote announcement partly refused", "remote", l.name, "problems", res.Problems)
 	}
 	st.Gateways = int32(len(res.Peers))
-	var have kilov1.PeerList
-	if err := l.c.cfg.Local.Client.List(ctx, &have, client.MatchingLabels{mirror.LabelRemote: rc.Spec.ClusterID, mirror.LabelManagedBy: mirror.ManagedBy}); err != nil {
-		return fmt.Errorf("list Peers of %s: %w", rc.Spec.ClusterID, err)
-	}
-	if err := l.applyPeers(ctx, rc, ann, mirror.LearnEndpoints(res.Peers, have.Items)); err != nil {
+	if err := l.applyPeers(ctx, rc, ann, res.Peers); err != nil {
 		l.c.cfg.Metrics.syncError(l.name)
 		return err
 	}

@@ -179,31 +179,3 @@ func labelValue(s string) string {
 	}
 	return v
 }
-
-// LearnEndpoints gives the desired Peers of remote gateways that announce
-// no endpoint (behind NAT) the address their handshakes came from, as the
-// existing Peers' status reports it, so that this cluster's gateways behind
-// NAT send to it too (both NATs then let the pair's packets through, as
-// both sides keep sending). A learned endpoint is kept while the status has
-// none, and dropped when the key changes (another node, another mapping).
-// Announced endpoints are never replaced.
-func LearnEndpoints(desired, existing []kilov1.Peer) []kilov1.Peer {
-	have := map[string]kilov1.Peer{}
-	for _, p := range existing {
-		have[p.Name] = p
-	}
-	for i := range desired {
-		p := &desired[i]
-		old, ok := have[p.Name]
-		if p.Spec.Endpoint != nil || !ok || old.Spec.PublicKey != p.Spec.PublicKey {
-			continue
-		}
-		if e, err := kilov1.ParseEndpoint(old.Status.Endpoint); old.Status.Endpoint != "" && err == nil {
-			p.Spec.Endpoint = &e
-		} else if old.Spec.Endpoint != nil {
-			e := *old.Spec.Endpoint
-			p.Spec.Endpoint = &e
-		}
-	}
-	return desired
-}

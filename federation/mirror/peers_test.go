@@ -9,7 +9,6 @@ import (
 
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
 	"github.com/kilofed/kilofed/federation/ranges"
-	kilov1 "github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 )
 
 const (
@@ -151,63 +150,4 @@ func TestPeersNameTheRemoteGatewayNode(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"dr-ovh-gra": "dr-1", "dr-ovh-sbg": "dr-3"}, got); diff != "" {
 		t.Errorf("gateway nodes of the mirrored Peers (-want +got):\n%s", diff)
 	}
-}
-
-// TestLearnedEndpointsReachGatewaysBehindNAT: a remote gateway behind NAT
-// announces no endpoint; the address its handshakes came from (the Peer's
-// status) becomes its endpoint, so that this cluster's own gateways behind
-// NAT can send to it too. It sticks while the key stays, and goes with a
-// new key (another node behind the NAT, another mapping).
-func TestLearnedEndpointsReachGatewaysBehindNAT(t *testing.T) {
-	desired := Peers(dr(), local, nil, 0).Peers // dr-ovh-sbg has no endpoint
-	ep := func(p kilov1.Peer) string {
-		if p.Spec.Endpoint == nil {
-			return ""
-		}
-		return p.Spec.Endpoint.String()
-	}
-	existing := func(key, status, spec string) []kilov1.Peer {
-		p := kilov1.Peer{}
-		p.Name, p.Spec.PublicKey, p.Status.Endpoint = "dr-ovh-sbg", key, status
-		if spec != "" {
-			e, _ := kilov1.ParseEndpoint(spec)
-			p.Spec.Endpoint = &e
-		}
-		return []kilov1.Peer{p}
-	}
-	for _, tc := range []struct {
-		name     string
-		existing []kilov1.Peer
-		want     string
-	}{
-		{"nothing learned yet", nil, ""},
-		{"learned from handshakes", existing(keyB, "198.51.100.4:51820", ""), "198.51.100.4:51820"},
-		{"status empty for a while: kept", existing(keyB, "", "198.51.100.4:51820"), "198.51.100.4:51820"},
-		{"roamed: followed", existing(keyB, "198.51.100.4:40000", "198.51.100.4:51820"), "198.51.100.4:40000"},
-		{"new key: forgotten", existing(keyA, "198.51.100.4:51820", "198.51.100.4:51820"), ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := LearnEndpoints(clonePeers(desired), tc.existing)
-			for _, p := range got {
-				switch p.Name {
-				case "dr-ovh-sbg":
-					if ep(p) != tc.want {
-						t.Errorf("endpoint of %s = %q, want %q", p.Name, ep(p), tc.want)
-					}
-				case "dr-ovh-gra":
-					if ep(p) != "198.51.100.10:51820" {
-						t.Errorf("the announced endpoint of %s was replaced: %q", p.Name, ep(p))
-					}
-				}
-			}
-		})
-	}
-}
-
-func clonePeers(ps []kilov1.Peer) []kilov1.Peer {
-	out := make([]kilov1.Peer, len(ps))
-	for i := range ps {
-		ps[i].DeepCopyInto(&out[i])
-	}
-	return out
 }
