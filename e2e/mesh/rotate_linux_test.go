@@ -90,7 +90,51 @@ func TestMeshKeyRotationOfALeaderWhileTrafficFlows(t *testing.T) {
 	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 8*time.Minute)
 	opts := meshOptions{granularity: "location", encapsulate: "never"}
 	as := startMesh(t, c, opts)
-	leader := waitLeaderOf(ctx, t, c, as, "aws-euwest3", 60*time.Second)
+	leader, newKey, _ := rotateLeaderWhileProbing(ctx, t, l, c, as, ips, "aws-euwest3")
+
+	// A restart does not rotate again: the request is still on the Node.
+	if err := as[leader.Name].Stop(); err != nil {
+		t.Fatalf("stop kg on %s: %v", leader.Name, err)
+	}
+	as[leader.Name] = startAgent(t, leader, opts)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		got, err := wg(ctx, as[leader.Name], "show", "kilo0", "public-key")
+		if err == nil && strings.TrimSpace(got) != "" {
+			if k := strings.TrimSpace(got); k != newKey {
+				t.Errorf("after a restart, %s has key %s, want the rotated key %s kept", leader.Name, k, newKey)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kg on %s did not come back: %v", leader.Name, err)
+		}
+	}
+}
+
+// BenchmarkKeyRotation rotates the key of aws-euwest3's leader b.N times
+// (-benchtime=3x) while traffic flows, and reports the worst traffic lost
+// per rotation (loss-ms/op) and overall (max-loss-ms).
+func BenchmarkKeyRotation(b *testing.B) {
+	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 10*time.Minute)
+	as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
+	var total, worst time.Duration
+	for b.Loop() {
+		_, _, loss := rotateLeaderWhileProbing(ctx, b, l, c, as, ips, "aws-euwest3")
+		total += loss
+		worst = max(worst, loss)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "loss-ms/op")
+	b.ReportMetric(float64(worst.Milliseconds()), "max-loss-ms")
+}
+
+// rotateLeaderWhileProbing rotates the key of loc's leader with `kilofed
+// rotate-keys` while pods of two other locations (scw-1, and dc-1 behind
+// NAT) probe the leader's pod, checks that the other leaders take the new
+// key and traffic resumes, logs "rotation loss: N ms" and returns the
+// leader, its new key and the worst loss.
+func rotateLeaderWhileProbing(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as agents, ips map[string]string, loc string) (*lab.Node, string, time.Duration) {
+	t.Helper()
+	leader := waitLeaderOf(ctx, t, c, as, loc, 60*time.Second)
 	target := "echo-" + leader.Name
 	probers := []*rotationProber{{from: "echo-scw-1", to: target}, {from: "echo-dc-1", to: target}}
 	for _, p := range probers {
@@ -98,8 +142,13 @@ func TestMeshKeyRotationOfALeaderWhileTrafficFlows(t *testing.T) {
 			t.Fatalf("before the rotation, %s -> %s: %q %v", p.from, target, got, err)
 		}
 	}
-	others := []*lab.Node{waitLeaderOf(ctx, t, c, as, "scaleway-paris", 30*time.Second), waitLeaderOf(ctx, t, c, as, "lyon-dc", 30*time.Second)}
-	oldKey := publicKeyOf(ctx, t, as[leader.Name])
+	var others []*lab.Node
+	for _, o := range c.Locations() {
+		if o.Name != loc {
+			others = append(others, waitLeaderOf(ctx, t, c, as, o.Name, 30*time.Second))
+		}
+	}
+	oldKey := wgPublicKey(ctx, t, as[leader.Name])
 	for _, o := range others {
 		waitPeerKey(ctx, t, as[o.Name], oldKey, true, 30*time.Second)
 	}
@@ -124,7 +173,7 @@ func TestMeshKeyRotationOfALeaderWhileTrafficFlows(t *testing.T) {
 	if !strings.Contains(string(out), "rotated the keys of 1 node(s)") || !strings.Contains(string(out), oldKey[:8]+"... -> ") {
 		t.Errorf("rotate-keys output lacks the verdict or the old key's prefix %s", oldKey[:8])
 	}
-	newKey := publicKeyOf(ctx, t, as[leader.Name])
+	newKey := wgPublicKey(ctx, t, as[leader.Name])
 	if newKey == oldKey {
 		t.Fatalf("the device of %s still has its old key %s", leader.Name, oldKey)
 	}
@@ -166,31 +215,24 @@ func TestMeshKeyRotationOfALeaderWhileTrafficFlows(t *testing.T) {
 			t.Errorf("%s -> %s lost %v of traffic to the rotation, more than %v", p.from, target, d, rotationLossBound)
 		}
 	}
-	t.Logf("rotation loss: %d ms (worst of scaleway and behind NAT; key %s... -> %s..., reported in %v, followed by both other leaders in %v)",
+	t.Logf("rotation loss: %d ms (worst of scaleway and behind NAT; key %s... -> %s..., reported in %v, followed by the other leaders in %v)",
 		worst.Milliseconds(), oldKey[:8], newKey[:8], took.Round(time.Millisecond), followed.Round(time.Millisecond))
+	return leader, newKey, worst
+}
 
-	// A restart does not rotate again: the request is still on the Node.
-	if err := as[leader.Name].Stop(); err != nil {
-		t.Fatalf("stop kg on %s: %v", leader.Name, err)
+// wgPublicKey returns the public key of agent's WireGuard interface.
+func wgPublicKey(ctx context.Context, t testing.TB, agent *lab.Process) string {
+	t.Helper()
+	out, err := wg(ctx, agent, "show", "kilo0", "public-key")
+	if err != nil {
+		t.Fatalf("wg show kilo0 public-key: %v\n%s", err, out)
 	}
-	as[leader.Name] = startAgent(t, leader, opts)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		got, err := wg(ctx, as[leader.Name], "show", "kilo0", "public-key")
-		if err == nil && strings.TrimSpace(got) != "" {
-			if k := strings.TrimSpace(got); k != newKey {
-				t.Errorf("after a restart, %s has key %s, want the rotated key %s kept", leader.Name, k, newKey)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kg on %s did not come back: %v", leader.Name, err)
-		}
-	}
+	return strings.TrimSpace(out)
 }
 
 // waitPeerKey waits until agent's WireGuard device has (want) or no longer
 // has (!want) a peer with key.
-func waitPeerKey(ctx context.Context, t *testing.T, agent *lab.Process, key string, want bool, within time.Duration) {
+func waitPeerKey(ctx context.Context, t testing.TB, agent *lab.Process, key string, want bool, within time.Duration) {
 	t.Helper()
 	var out string
 	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
