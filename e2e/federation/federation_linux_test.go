@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,8 +135,8 @@ func testRefusedJoinWritesNothing(ctx context.Context, t *testing.T, f *fed) {
 				}
 			}
 			for _, c := range []*lab.Cluster{f.prod, f.dr} {
-				if d := diffLines(before[c.Name], inventory(ctx, t, c)); len(d) > 0 {
-					t.Errorf("the refused join changed cluster %s:\n%s", c.Name, strings.Join(d, "\n"))
+				if d := cmp.Diff(before[c.Name], inventory(ctx, t, c)); d != "" {
+					t.Errorf("the refused join changed cluster %s (-before +after):\n%s", c.Name, d)
 				}
 			}
 		})
@@ -327,8 +328,8 @@ func testJoinTwice(ctx context.Context, t *testing.T, f *fed) {
 	}
 	for _, c := range []*lab.Cluster{f.prod, f.dr} {
 		after := joinState(ctx, t, c)
-		if d := diffLines(before[c.Name], after); len(d) > 0 {
-			t.Errorf("the second join changed cluster %s:\n%s", c.Name, strings.Join(d, "\n"))
+		if d := cmp.Diff(before[c.Name], after); d != "" {
+			t.Errorf("the second join changed cluster %s (-before +after):\n%s", c.Name, d)
 		}
 		t.Logf("cluster %s, unchanged by the second join:\n%s", c.Name, strings.Join(after, "\n"))
 	}

@@ -273,27 +273,3 @@ func inventory(ctx context.Context, t testing.TB, c *lab.Cluster) []string {
 	sort.Strings(lines)
 	return lines
 }
-
-// diffLines returns the lines only in a (prefixed "-") or only in b ("+").
-func diffLines(a, b []string) []string {
-	in := func(s []string) map[string]bool {
-		m := map[string]bool{}
-		for _, x := range s {
-			m[x] = true
-		}
-		return m
-	}
-	ma, mb := in(a), in(b)
-	var d []string
-	for _, x := range a {
-		if !mb[x] {
-			d = append(d, "- "+x)
-		}
-	}
-	for _, x := range b {
-		if !ma[x] {
-			d = append(d, "+ "+x)
-		}
-	}
-	return d
-}

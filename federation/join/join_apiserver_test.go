@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,29 +137,6 @@ func metaItems(list client.ObjectList) ([]metav1.Object, error) {
 	return out, nil
 }
 
-func diff(a, b []string) string {
-	in := func(s []string) map[string]bool {
-		m := map[string]bool{}
-		for _, x := range s {
-			m[x] = true
-		}
-		return m
-	}
-	ma, mb := in(a), in(b)
-	var d []string
-	for _, x := range a {
-		if !mb[x] {
-			d = append(d, "- "+x)
-		}
-	}
-	for _, x := range b {
-		if !ma[x] {
-			d = append(d, "+ "+x)
-		}
-	}
-	return strings.Join(d, "\n")
-}
-
 // TestJoinAgainstRealAPIServers runs join, a refused join, a second join,
 // the token's scope and unjoin against two real API servers (no nodes,
 // no mesh: the lab's e2e/federation tests the data plane).
@@ -197,7 +175,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 				}
 			}
 		}
-		if d := diff(before[0], objects(ctx, t, prod)) + diff(before[1], objects(ctx, t, dr)); d != "" {
+		if d := cmp.Diff(before, [2][]string{objects(ctx, t, prod), objects(ctx, t, dr)}); d != "" {
 			t.Errorf("refused joins wrote:\n%s", d)
 		}
 	})
@@ -214,7 +192,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		if err := join.Join(ctx, o); err != nil {
 			t.Fatalf("second join: %v\n%s", err, o.Out)
 		}
-		if d := diff(joined[0], objects(ctx, t, prod)) + diff(joined[1], objects(ctx, t, dr)); d != "" {
+		if d := cmp.Diff(joined, [2][]string{objects(ctx, t, prod), objects(ctx, t, dr)}); d != "" {
 			t.Errorf("the second join changed:\n%s", d)
 		}
 	})
