@@ -86,23 +86,24 @@ func TestMeshKeepsWorkingWithBadInputAndReportsIt(t *testing.T) {
 	leader := leaderOf(ctx, t, c, as, "scaleway-paris")
 
 	// Someone deletes the leader's route to another location and flushes
-	// kg's forward chain: the next resync (10 s here) puts both back.
+	// kg's NAT chain (forward rules are opt-in, so that chain is the one kg
+	// always keeps): the next resync (10 s here) puts both back.
 	route, err := leader.Exec(ctx, "sh", "-c", "ip route show proto 75 dev kilo0 | head -1")
 	if err != nil || strings.TrimSpace(string(route)) == "" {
 		t.Fatalf("no kg route via kilo0 on %s: %q, %v", leader.Name, route, err)
 	}
 	dst := strings.Fields(string(route))[0]
-	if out, err := leader.Exec(ctx, "sh", "-c", "ip route del "+dst+" dev kilo0 proto 75 && iptables -F KILOFED-FORWARD"); err != nil {
+	if out, err := leader.Exec(ctx, "sh", "-c", "ip route del "+dst+" dev kilo0 proto 75 && iptables -t nat -F KILOFED-NAT"); err != nil {
 		t.Fatalf("break %s by hand: %v\n%s", leader.Name, err, out)
 	}
 	repaired := false
 	for deadline := time.Now().Add(30 * time.Second); !repaired && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		r, _ := leader.Exec(ctx, "sh", "-c", "ip route show "+dst+" proto 75")
-		f, _ := leader.Exec(ctx, "iptables", "-S", "KILOFED-FORWARD")
-		repaired = strings.Contains(string(r), "kilo0") && strings.Count(string(f), "-j ACCEPT") > 1
+		f, _ := leader.Exec(ctx, "iptables", "-t", "nat", "-S", "KILOFED-NAT")
+		repaired = strings.Contains(string(r), "kilo0") && strings.Contains(string(f), "-j MASQUERADE")
 	}
 	if !repaired {
-		t.Errorf("the route to %s and the KILOFED-FORWARD rules deleted by hand on %s were not restored by a resync", dst, leader.Name)
+		t.Errorf("the route to %s and the KILOFED-NAT rules deleted by hand on %s were not restored by a resync", dst, leader.Name)
 	}
 	var metrics string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
