@@ -93,7 +93,14 @@ func Join(ctx context.Context, o Options) error {
 	if err := check(ms[0], ms[1]); err != nil {
 		return err
 	}
-	p.detail("no overlap between %s, %s and the %d clusters they are joined to", ms[0].ranges.ID, ms[1].ranges.ID, len(others(ms[0], ms[1])))
+	switch n := len(others(ms[0], ms[1])); n {
+	case 0:
+		p.detail("no overlap between %s and %s", ms[0].ranges.ID, ms[1].ranges.ID)
+	case 1:
+		p.detail("no overlap between %s, %s and the cluster they are joined to", ms[0].ranges.ID, ms[1].ranges.ID)
+	default:
+		p.detail("no overlap between %s, %s and the %d clusters they are joined to", ms[0].ranges.ID, ms[1].ranges.ID, n)
+	}
 
 	for _, pair := range [][2]*member{{ms[0], ms[1]}, {ms[1], ms[0]}} {
 		pub, reader := pair[0], pair[1]
