@@ -33,42 +33,7 @@ func TestFederationOfTwoClusters(t *testing.T) {
 	l := lab.StartT(t, twoClusters())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	f := &fed{l: l, prod: l.Cluster("prod"), dr: l.Cluster("dr"), agents: map[string]agents{}, ctls: map[string]*lab.Process{}, ips: map[string]map[string]string{}}
-	for _, c := range []*lab.Cluster{f.prod, f.dr} {
-		t.Logf("cluster %s: pods %s, services %s, WireGuard %s, API %s", c.Name, c.PodCIDR, c.ServiceCIDR, c.WireGuardSubnet, c.APIServer)
-	}
-	if f.prod.PodCIDR.Overlaps(f.dr.PodCIDR) || f.prod.ServiceCIDR.Overlaps(f.dr.ServiceCIDR) || f.prod.WireGuardSubnet.Overlaps(f.dr.WireGuardSubnet) {
-		t.Fatalf("the lab gave prod and dr overlapping ranges")
-	}
-	var err error
-	if f.kubeconfig, err = l.Kubeconfig(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*lab.Cluster{f.prod, f.dr} {
-		installCRDs(ctx, t, c)
-		f.ips[c.Name] = echoPods(ctx, t, c)
-		f.agents[c.Name] = startMesh(t, c)
-		f.ctls[c.Name] = startController(t, l, c)
-	}
-	if _, err := f.dr.Client().CoreV1().Services("default").Create(ctx, lab.EchoService("default", "echo", "echo", 8080), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for name, p := range f.ctls {
-				t.Logf("kilofed-controller of %s, last lines:\n%s", name, p.Tail(60))
-			}
-		}
-	})
-	// Each cluster's mesh is up (one leader per location) before the join.
-	for _, c := range []*lab.Cluster{f.prod, f.dr} {
-		for _, loc := range c.Locations() {
-			leaderOf(ctx, t, c, f.agents[c.Name], loc.Name, 60*time.Second)
-		}
-	}
-	if got, err := probe(ctx, l, f.prod, "echo-prod-par-1", f.ips["dr"]["echo-dr-gra-1"], 2*time.Second); err == nil {
-		t.Fatalf("echo-prod-par-1 reached echo-dr-gra-1 (%q) before the join: the lab leaks", got)
-	}
+	f := startFed(ctx, t, l)
 	t.Logf("lab, meshes and controllers up in %v", time.Since(begin).Round(time.Millisecond))
 
 	steps := []struct {
@@ -451,4 +416,48 @@ func testTokenScope(ctx context.Context, t *testing.T, f *fed) {
 		t.Errorf("SelfSubjectRulesReview: %v", err)
 	}
 	t.Logf("what prod lets dr's token do in %s:\n%s", ns, rules)
+}
+
+// startFed installs the CRDs, echo pods, agents and controllers on the
+// two clusters of l (twoClusters), waits for each mesh, and checks that no
+// pod reaches the other cluster before a join.
+func startFed(ctx context.Context, t testing.TB, l *lab.Lab) *fed {
+	t.Helper()
+	f := &fed{l: l, prod: l.Cluster("prod"), dr: l.Cluster("dr"), agents: map[string]agents{}, ctls: map[string]*lab.Process{}, ips: map[string]map[string]string{}}
+	for _, c := range []*lab.Cluster{f.prod, f.dr} {
+		t.Logf("cluster %s: pods %s, services %s, WireGuard %s, API %s", c.Name, c.PodCIDR, c.ServiceCIDR, c.WireGuardSubnet, c.APIServer)
+	}
+	if f.prod.PodCIDR.Overlaps(f.dr.PodCIDR) || f.prod.ServiceCIDR.Overlaps(f.dr.ServiceCIDR) || f.prod.WireGuardSubnet.Overlaps(f.dr.WireGuardSubnet) {
+		t.Fatalf("the lab gave prod and dr overlapping ranges")
+	}
+	var err error
+	if f.kubeconfig, err = l.Kubeconfig(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*lab.Cluster{f.prod, f.dr} {
+		installCRDs(ctx, t, c)
+		f.ips[c.Name] = echoPods(ctx, t, c)
+		f.agents[c.Name] = startMesh(t, c)
+		f.ctls[c.Name] = startController(t, l, c)
+	}
+	if _, err := f.dr.Client().CoreV1().Services("default").Create(ctx, lab.EchoService("default", "echo", "echo", 8080), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for name, p := range f.ctls {
+				t.Logf("kilofed-controller of %s, last lines:\n%s", name, p.Tail(60))
+			}
+		}
+	})
+	// Each cluster's mesh is up (one leader per location) before the join.
+	for _, c := range []*lab.Cluster{f.prod, f.dr} {
+		for _, loc := range c.Locations() {
+			leaderOf(ctx, t, c, f.agents[c.Name], loc.Name, 60*time.Second)
+		}
+	}
+	if got, err := probe(ctx, l, f.prod, "echo-prod-par-1", f.ips["dr"]["echo-dr-gra-1"], 2*time.Second); err == nil {
+		t.Fatalf("echo-prod-par-1 reached echo-dr-gra-1 (%q) before the join: the lab leaks", got)
+	}
+	return f
 }
