@@ -39,30 +39,13 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (int, error) {
 	ctrllog.SetLogger(logr.Discard()) // the federation's clients log nothing here
-	binDir = os.Getenv("KILOFED_BIN")
-	if binDir == "" || !executable(filepath.Join(binDir, "kilofed-controller")) {
-		root, err := lab.RepoRoot()
-		if err != nil {
-			return 1, err
-		}
-		dir, err := os.MkdirTemp("", "kilofed-e2e-bin-")
-		if err != nil {
-			return 1, err
-		}
-		defer os.RemoveAll(dir)
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 1, fmt.Errorf("build the commands: %v\n%s", err, out)
-		}
-		binDir = dir
+	dir, cleanup, err := lab.Commands("kg", "kilofed", "kilofed-controller")
+	if err != nil {
+		return 1, err
 	}
+	defer cleanup()
+	binDir = dir
 	return m.Run(), nil
-}
-
-func executable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode()&0o111 != 0
 }
 
 // twoClusters is the lab of the federation tests: prod and dr (their names

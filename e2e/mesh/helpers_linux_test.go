@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,30 +33,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	binDir = os.Getenv("KILOFED_BIN")
-	if binDir == "" || !executable(filepath.Join(binDir, "kg")) {
-		root, err := lab.RepoRoot()
-		if err != nil {
-			return 1, err
-		}
-		dir, err := os.MkdirTemp("", "kilofed-e2e-bin-")
-		if err != nil {
-			return 1, err
-		}
-		defer os.RemoveAll(dir)
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 1, fmt.Errorf("build kg: %v\n%s", err, out)
-		}
-		binDir = dir
+	dir, cleanup, err := lab.Commands("kg", "kgctl", "kilofed")
+	if err != nil {
+		return 1, err
 	}
+	defer cleanup()
+	binDir = dir
 	return m.Run(), nil
-}
-
-func executable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode()&0o111 != 0
 }
 
 // startMetaCloud starts spec (metaCloud or a variant), installs the Peer
