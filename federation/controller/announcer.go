@@ -33,7 +33,8 @@ type announcer struct {
 	last fedv1.AnnouncementSpec
 }
 
-// local returns this cluster's ranges as it announces them.
+// local returns this cluster's ranges as it announces them, read from the
+// API (every Node and ServiceCIDR) and kept for localRanges.
 func (c *Controller) local(ctx context.Context) (ranges.Cluster, error) {
 	r, err := discover.Ranges(ctx, c.cfg.Local.Client, c.cfg.Ranges)
 	if err != nil {
@@ -43,7 +44,24 @@ func (c *Controller) local(ctx context.Context) (ranges.Cluster, error) {
 	if !r.WireGuard.IsValid() {
 		r.WireGuard = c.cfg.Topology.Subnet
 	}
+	c.mu.Lock()
+	c.ranges, c.haveRanges = r, true
+	c.mu.Unlock()
 	return r, nil
+}
+
+// localRanges returns the ranges the announcer read last (it reads them
+// again on every mesh change and resync), reading them only when it has
+// not yet: the links check each remote against them every poll, and must
+// not list every Node each time.
+func (c *Controller) localRanges(ctx context.Context) (ranges.Cluster, error) {
+	c.mu.Lock()
+	r, ok := c.ranges, c.haveRanges
+	c.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	return c.local(ctx)
 }
 
 // announce computes the topology and writes the Announcement if it changed.

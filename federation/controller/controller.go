@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilofed/kilofed/federation/discover"
 	"github.com/kilofed/kilofed/federation/kube"
+	"github.com/kilofed/kilofed/federation/ranges"
 	"github.com/kilofed/kilofed/mesh/topology"
 )
 
@@ -52,6 +53,9 @@ type Controller struct {
 
 	mu    sync.Mutex
 	links map[string]*link // by RemoteCluster name
+	// ranges are this cluster's ranges as last read (haveRanges once read).
+	ranges     ranges.Cluster
+	haveRanges bool
 }
 
 // New checks cfg and reads the cluster's ID, which join sets.

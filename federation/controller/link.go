@@ -237,7 +237,7 @@ func (l *link) mirror(ctx context.Context, rc *fedv1.RemoteCluster, ann *fedv1.A
 			fmt.Sprintf("the cluster at %s announces the ID %q, not %q: it is not the joined cluster; nothing of it is routed", rc.Spec.APIServer, ann.Spec.ClusterID, rc.Spec.ClusterID))
 		return nil
 	}
-	localRanges, err := l.c.local(ctx)
+	localRanges, err := l.c.localRanges(ctx)
 	if err != nil {
 		return fmt.Errorf("local ranges: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -145,7 +145,7 @@ func discoverMember(ctx context.Context, s Side) (*member, error) {
 		if err := discover.ValidateClusterID(m.ranges.ID); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrRefused, s.Cluster.Name, err)
 		}
-	case apierrors.IsNotFound(errors.Unwrap(err)) || strings.Contains(err.Error(), "no matches for kind"):
+	case meta.IsNoMatchError(err):
 		return nil, fmt.Errorf("%s does not serve ClusterProperty (about.k8s.io): install kilofed's CRDs first (the chart, or kubectl apply -f federation/config/crd): %w", s.Cluster.Name, err)
 	default:
 		return nil, fmt.Errorf("discover %s: %w", s.Cluster.Name, err)
