@@ -21,6 +21,11 @@ require (
 )
 
 require (
+	github.com/miekg/dns v1.1.73 // indirect
+	sigs.k8s.io/mcs-api v0.5.2 // indirect
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-iptables v0.8.0 // indirect
