@@ -14,12 +14,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	aboutv1 "github.com/kilofed/kilofed/federation/apis/about/v1alpha1"
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
@@ -29,6 +32,7 @@ import (
 	kilov1 "github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
+	ssv1 "github.com/kilofed/kilofed/servicesync/apis/v1alpha1"
 )
 
 // startCluster starts a real API server (the lab's binaries, through
@@ -45,7 +49,7 @@ func startCluster(t *testing.T, name, podCIDR, wgIP string) *kube.Cluster {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{k8stest.CRDDir(), filepath.Join("..", "config", "crd")},
+		CRDDirectoryPaths:     []string{k8stest.CRDDir(), filepath.Join("..", "config", "crd"), filepath.Join("..", "..", "servicesync", "config", "crd")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -197,7 +201,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		}
 	})
 
-	t.Run("TokenReadsOnlyTheAnnouncement", func(t *testing.T) {
+	t.Run("TokenReadsOnlyTheAnnouncementAndExportedServices", func(t *testing.T) {
 		ann := &fedv1.Announcement{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: fedv1.AnnouncementName}, Spec: fedv1.AnnouncementSpec{ClusterID: "prod"}}
 		if err := prod.Client.Create(ctx, ann); err != nil {
 			t.Fatal(err)
@@ -215,6 +219,18 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		if err := asDR.Client.Get(ctx, client.ObjectKeyFromObject(ann), &fedv1.Announcement{}); err != nil {
 			t.Errorf("the token cannot read the Announcement: %v", err)
 		}
+		exported := &ssv1.ExportedService{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: ssv1.ObjectName("default", "echo")},
+			Spec: ssv1.ExportedServiceSpec{ClusterID: "prod", Namespace: "default", Name: "echo", Type: ssv1.ClusterSetIP, ExportCreated: metav1.Now()}}
+		admin, asDRc := withServiceTypes(t, prod.Config), withServiceTypes(t, cfg)
+		if err := admin.Create(ctx, exported); err != nil {
+			t.Fatal(err)
+		}
+		if err := asDRc.List(ctx, &ssv1.ExportedServiceList{}, client.InNamespace(fedv1.Namespace)); err != nil {
+			t.Errorf("the token cannot list the ExportedServices: %v", err)
+		}
+		if err := asDRc.Get(ctx, client.ObjectKeyFromObject(exported), &ssv1.ExportedService{}); err != nil {
+			t.Errorf("the token cannot read an ExportedService: %v", err)
+		}
 		if _, err := join.IssueToken(ctx, asDR, join.AccountName("dr"), join.DefaultTokenTTL); err != nil {
 			t.Errorf("the token cannot renew itself: %v", err)
 		}
@@ -227,7 +243,13 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 			"delete a Secret":         c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: join.AccountName("dr")}}),
 			"delete its Role":         c.Delete(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: join.AccountName("dr")}}),
 			"delete the Announcement": c.Delete(ctx, ann.DeepCopy()),
-			"token for another SA":    issueErr(join.IssueToken(ctx, asDR, "default", join.DefaultTokenTTL)),
+			"create an ExportedService": asDRc.Create(ctx, &ssv1.ExportedService{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: "default.other"},
+				Spec: ssv1.ExportedServiceSpec{ClusterID: "dr", Namespace: "default", Name: "other", Type: ssv1.ClusterSetIP, ExportCreated: metav1.Now()}}),
+			"delete an ExportedService": asDRc.Delete(ctx, exported.DeepCopy()),
+			"patch an ExportedService":  asDRc.Patch(ctx, exported.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"type":"Headless"}}`))),
+			"list ServiceExports":       asDRc.List(ctx, &mcsv1beta1.ServiceExportList{}),
+			"list EndpointSlices":       c.List(ctx, &discoveryv1.EndpointSliceList{}),
+			"token for another SA":      issueErr(join.IssueToken(ctx, asDR, "default", join.DefaultTokenTTL)),
 		} {
 			if !apierrors.IsForbidden(err) {
 				t.Errorf("the token tried to %s: %v, want forbidden", what, err)
@@ -256,6 +278,23 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 			t.Errorf("unjoin removed the user Peer: %v", err)
 		}
 	})
+}
+
+// withServiceTypes returns a client of cfg that knows servicesync's types.
+func withServiceTypes(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	s := kube.Scheme()
+	if err := ssv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := mcsv1beta1.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func issueErr(_ string, err error) error { return err }

@@ -8,6 +8,7 @@ import (
 
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
 	"github.com/kilofed/kilofed/federation/mirror"
+	ssv1 "github.com/kilofed/kilofed/servicesync/apis/v1alpha1"
 )
 
 // AccountName is the name of the ServiceAccount (and of its Role and
@@ -21,11 +22,13 @@ func labels(other string) map[string]string {
 }
 
 // ReaderRules are everything a remote cluster's token may do in the
-// publishing cluster: read its Announcement, and ask for a fresh token for
-// its own ServiceAccount before the current one expires.
+// publishing cluster: read its Announcement and its ExportedServices (what
+// servicesync publishes of the ServiceExports), and ask for a fresh token
+// for its own ServiceAccount before the current one expires.
 func ReaderRules(account string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{fedv1.GroupName}, Resources: []string{"announcements"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{ssv1.GroupName}, Resources: []string{ssv1.Resource}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{account}, Verbs: []string{"create"}},
 	}
 }
