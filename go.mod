@@ -22,8 +22,8 @@ require (
 )
 
 require (
-	github.com/miekg/dns v1.1.73 // indirect
-	sigs.k8s.io/mcs-api v0.5.2 // indirect
+	github.com/miekg/dns v1.1.73
+	sigs.k8s.io/mcs-api v0.5.2
 )
 
 require (
@@ -36,6 +36,7 @@ require (
 	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
