@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -128,12 +128,17 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		changes: make(chan struct{}, 1), now: time.Now,
 		lastReady: map[string]bool{}, hb: map[string]*heartbeat{},
 	}
-	c.nodes = informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes().Informer()
-	leaseInformer := informers.NewSharedInformerFactoryWithOptions(kube, 0,
-		informers.WithNamespace(cfg.LeaseNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LeaseLabel })).
-		Coordination().V1().Leases().Informer()
-	c.peers = cache.NewSharedIndexInformer(cache.NewListWatchFromClient(peerAPI, v1alpha1.PeerPlural, "", fields.Everything()),
+	// Patient list-watches: after an API outage the caches are fresh
+	// within a second of the server's return, not after the reflectors'
+	// backoff (up to a minute).
+	c.nodes = cache.NewSharedIndexInformer(
+		Patient(cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())),
+		&corev1.Node{}, 0, cache.Indexers{})
+	leaseInformer := cache.NewSharedIndexInformer(
+		Patient(cache.NewFilteredListWatchFromClient(kube.CoordinationV1().RESTClient(), "leases", cfg.LeaseNamespace,
+			func(o *metav1.ListOptions) { o.LabelSelector = LeaseLabel })),
+		&coordinationv1.Lease{}, 0, cache.Indexers{})
+	c.peers = cache.NewSharedIndexInformer(Patient(cache.NewListWatchFromClient(peerAPI, v1alpha1.PeerPlural, "", fields.Everything())),
 		&v1alpha1.Peer{}, 0, cache.Indexers{})
 	if err := c.addHandlers(leaseInformer); err != nil {
 		return nil, err
