@@ -3,7 +3,6 @@ package topology
 import (
 	"cmp"
 	"encoding/binary"
-	"hash/fnv"
 	"net/netip"
 	"slices"
 )
@@ -15,23 +14,24 @@ type allocator struct {
 	subnet netip.Prefix
 	// pool is the first sub-prefix of subnet with at most 32 host bits:
 	// hashed slots are taken from it.
-	pool  netip.Prefix
-	size  uint64 // number of addresses in pool
-	taken map[netip.Addr]bool
-	cs    *claims
+	pool netip.Prefix
+	size uint64 // number of addresses in pool
+	// cs holds every claimed range, the assigned WireGuard IPs included.
+	cs *claims
 }
 
 func newAllocator(subnet netip.Prefix, cs *claims) *allocator {
 	host := min(subnet.Addr().BitLen()-subnet.Bits(), 32)
 	pool := netip.PrefixFrom(subnet.Addr(), subnet.Addr().BitLen()-host)
-	return &allocator{subnet: subnet, pool: pool, size: 1 << host, taken: make(map[netip.Addr]bool), cs: cs}
+	return &allocator{subnet: subnet, pool: pool, size: 1 << host, cs: cs}
 }
 
 // free reports whether a can be a segment's WireGuard IP: inside the
 // subnet, neither its first nor its last address, not taken, and not
-// inside any claimed range. It returns the blocking claim, if any.
+// inside any claimed range (an assigned address is a claim). It returns the
+// blocking claim, if any.
 func (a *allocator) free(addr netip.Addr) (claim, bool) {
-	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) || a.taken[addr] {
+	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) {
 		return claim{}, false
 	}
 	c, blocked := a.cs.find(hostPrefix(addr), nil)
@@ -39,7 +39,6 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 }
 
 func (a *allocator) assign(s *Segment, addr netip.Addr) {
-	a.taken[addr] = true
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
 	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
 		name: s.Name, segment: s.key})
@@ -51,7 +50,7 @@ func (a *allocator) assign(s *Segment, addr netip.Addr) {
 func (a *allocator) assignAnnounced(segs []Segment) {
 	for i := range segs {
 		s := &segs[i]
-		if addr := s.Nodes[s.Leader].WireGuardIP.Addr(); addr.IsValid() {
+		if addr := s.members[s.Leader].WireGuardIP.Addr(); addr.IsValid() {
 			if _, ok := a.free(unmapAddr(addr)); ok {
 				a.assign(s, unmapAddr(addr))
 			}
@@ -59,7 +58,7 @@ func (a *allocator) assignAnnounced(segs []Segment) {
 	}
 	for i := range segs {
 		s := &segs[i]
-		for _, n := range s.Nodes {
+		for _, n := range s.members {
 			if s.WireGuardIP.IsValid() {
 				break
 			}
@@ -75,10 +74,19 @@ func (a *allocator) assignAnnounced(segs []Segment) {
 // home returns the first slot probed for key: never the pool's first or
 // last address.
 func (a *allocator) home(key string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return 1 + h.Sum64()%(a.size-2)
+	h := uint64(fnvOffset64)
+	for i := range len(key) { // FNV-1a, as hash/fnv's New64a, without allocating
+		h ^= uint64(key[i])
+		h *= fnvPrime64
+	}
+	return 1 + h%(a.size-2)
 }
+
+// FNV-1a's 64-bit parameters.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
 
 func (a *allocator) addrAt(off uint64) netip.Addr {
 	b := a.pool.Addr().As16()
@@ -101,25 +109,26 @@ func (a *allocator) offsetOf(addr netip.Addr) uint64 {
 // address when others come and go unless their slots collide, and keeps
 // it in every case once its nodes announce it.
 func (a *allocator) assignHashed(segs []Segment, ps *problems) {
-	var todo []*Segment
+	type homed struct {
+		seg  *Segment
+		home uint64
+	}
+	todo := make([]homed, 0, len(segs))
 	for i := range segs {
-		if !segs[i].WireGuardIP.IsValid() {
-			todo = append(todo, &segs[i])
+		if s := &segs[i]; !s.WireGuardIP.IsValid() {
+			todo = append(todo, homed{seg: s, home: a.home(s.key)})
 		}
 	}
-	homes := make(map[*Segment]uint64, len(todo))
-	for _, s := range todo {
-		homes[s] = a.home(s.key)
-	}
-	slices.SortFunc(todo, func(x, y *Segment) int {
-		return cmp.Or(cmp.Compare(homes[x], homes[y]), cmp.Compare(x.key, y.key))
+	slices.SortFunc(todo, func(x, y homed) int {
+		return cmp.Or(cmp.Compare(x.home, y.home), cmp.Compare(x.seg.key, y.seg.key))
 	})
-	for _, s := range todo {
-		if addr, ok := a.probe(homes[s]); ok {
+	for _, h := range todo {
+		s := h.seg
+		if addr, ok := a.probe(h.home); ok {
 			a.assign(s, addr)
 			continue
 		}
-		ps.add(KindNode, s.Nodes[s.Leader].Name, Warning, CodeNoWireGuardIP,
+		ps.add(KindNode, s.members[s.Leader].Name, Warning, CodeNoWireGuardIP,
 			"the WireGuard subnet %s has no free address left for segment %q, so its leader's interface has no address; use a larger --subnet",
 			a.subnet, s.Name)
 	}

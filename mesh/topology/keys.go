@@ -7,48 +7,71 @@ import (
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
-// keyHolders maps each public key to the nodes and peers that publish it,
-// as `node "a"` and `peer "p"`, sorted; only nodes and peers with a name
-// of their own and a key count.
+// keyHolders maps each public key published by more than one node or peer
+// to them all, as `node "a"` and `peer "p"`, sorted; only nodes and peers
+// with a name of their own and a key count.
 type keyHolders map[wgconf.Key][]string
 
 func holdersOf(nodes []Node, peers []Peer) keyHolders {
+	// Most keys have one holder: count them first, and name the holders of
+	// the few shared ones only.
+	count := make(map[wgconf.Key]int, len(nodes)+len(peers))
+	anyShared := false
+	see := func(name string, key wgconf.Key) {
+		if name != "" && !key.IsZero() {
+			count[key]++
+			anyShared = anyShared || count[key] > 1
+		}
+	}
+	for i := range nodes {
+		see(nodes[i].Name, nodes[i].Key)
+	}
+	for i := range peers {
+		see(peers[i].Name, peers[i].PublicKey)
+	}
 	h := keyHolders{}
+	if !anyShared {
+		return h
+	}
 	add := func(kind, name string, key wgconf.Key, unique bool) {
-		if name != "" && unique && !key.IsZero() {
+		if name != "" && unique && !key.IsZero() && count[key] > 1 {
 			h[key] = append(h[key], kind+" "+quote(name))
 		}
 	}
 	nodeNames, peerNames := map[string]int{}, map[string]int{}
-	for _, n := range nodes {
-		nodeNames[n.Name]++
+	for i := range nodes {
+		nodeNames[nodes[i].Name]++
 	}
-	for _, p := range peers {
-		peerNames[p.Name]++
+	for i := range peers {
+		peerNames[peers[i].Name]++
 	}
-	for _, n := range nodes {
-		add(KindNode, n.Name, n.Key, nodeNames[n.Name] == 1)
+	for i := range nodes {
+		add(KindNode, nodes[i].Name, nodes[i].Key, nodeNames[nodes[i].Name] == 1)
 	}
-	for _, p := range peers {
-		add(KindPeer, p.Name, p.PublicKey, peerNames[p.Name] == 1)
+	for i := range peers {
+		add(KindPeer, peers[i].Name, peers[i].PublicKey, peerNames[peers[i].Name] == 1)
 	}
 	for k := range h {
+		if len(h[k]) < 2 {
+			delete(h, k)
+			continue
+		}
 		slices.Sort(h[k])
 	}
 	return h
 }
 
-// others returns the holders of key other than self.
-func (h keyHolders) others(key wgconf.Key, self string) []string {
-	return slices.DeleteFunc(slices.Clone(h[key]), func(s string) bool { return s == self })
-}
-
-// nodeClash returns the holders of key other than self when one of them
-// is a node: whoever copies a node's key, or a node that copies anyone's,
-// must not take the other's place, so every holder is left out.
-func (h keyHolders) nodeClash(key wgconf.Key, self string) ([]string, bool) {
-	others := h.others(key, self)
-	if strings.HasPrefix(self, KindNode+" ") {
+// nodeClash returns the holders of key other than the node or peer
+// (kind) named name when one of them is a node: whoever copies a node's
+// key, or a node that copies anyone's, must not take the other's place, so
+// every holder is left out.
+func (h keyHolders) nodeClash(key wgconf.Key, kind, name string) ([]string, bool) {
+	if len(h[key]) == 0 {
+		return nil, false
+	}
+	self := kind + " " + quote(name)
+	others := slices.DeleteFunc(slices.Clone(h[key]), func(s string) bool { return s == self })
+	if kind == KindNode {
 		return others, len(others) > 0
 	}
 	return others, slices.ContainsFunc(others, func(s string) bool { return strings.HasPrefix(s, KindNode+" ") })

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-	"strings"
 )
 
 // New computes the mesh of nodes and peers. It fails only when opts are
@@ -20,8 +19,8 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	var ps problems
 	t := &Topology{
 		opts:      opts,
-		members:   make(map[string]*member),
-		segOf:     make(map[string]int),
+		members:   make(map[string]*member, len(nodes)),
+		segOf:     make(map[string]int, len(nodes)),
 		peerIdx:   make(map[string]int),
 		excluded:  make(map[string]string),
 		locations: make(map[string][]string),
@@ -29,6 +28,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	holders := holdersOf(nodes, peers)
 	members := acceptNodes(nodes, holders, opts, &ps)
 	cs := newClaims()
+	cs.grow(4*len(nodes) + len(opts.ServiceCIDRs))
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
 		cs.add(claim{prefix: s, kind: claimService})
@@ -57,58 +57,72 @@ func (t *Topology) buildSegments(members []*member) {
 		groups[m.group] = append(groups[m.group], m)
 	}
 	for key, ms := range groups {
+		names := make([]string, 0, len(ms))
 		for _, m := range electionOrder(ms) {
-			t.locations[key] = append(t.locations[key], m.Name)
+			names = append(names, m.Name)
 		}
+		t.locations[key] = names
 	}
-	bySegment := make(map[string][]*member)
-	for _, m := range members {
-		key := segmentKey(m, t.opts.Granularity)
-		bySegment[key] = append(bySegment[key], m)
-	}
-	for key, ms := range bySegment {
+	// Segments sorted by name then key, their nodes by name: runs of
+	// bySegment.
+	bySegment := slices.Clone(members)
+	slices.SortFunc(bySegment, func(a, b *member) int {
+		return cmp.Or(cmp.Compare(keyName(a.segment), keyName(b.segment)), cmp.Compare(a.segment, b.segment), cmp.Compare(a.Name, b.Name))
+	})
+	for lo := 0; lo < len(bySegment); {
+		hi := lo + 1
+		for hi < len(bySegment) && bySegment[hi].segment == bySegment[lo].segment {
+			hi++
+		}
+		ms := bySegment[lo:hi:hi]
+		lo = hi
 		s := Segment{
-			Name:     strings.SplitN(key, ":", 2)[1],
+			Name:     keyName(ms[0].segment),
 			Location: ms[0].location,
-			key:      key,
+			key:      ms[0].segment,
 			group:    ms[0].group,
+			members:  ms,
 		}
 		if t.opts.Granularity == FullGranularity {
-			s.group = key // every node reaches every other through WireGuard
+			s.group = s.key // every node reaches every other through WireGuard
 		}
-		leader := electionOrder(ms)[0]
-		for i, m := range ms { // ms is sorted by name: members are
-			s.Nodes = append(s.Nodes, m.Node)
-			if m == leader {
-				s.Leader = i
-				s.public = m.public
-			}
+		leader := ms[0]
+		if len(ms) > 1 {
+			leader = electionOrder(ms)[0]
+		}
+		s.Leader = slices.Index(ms, leader)
+		s.public = leader.public
+		for _, m := range ms {
+			t.segOf[m.Name] = len(t.Segments)
 		}
 		t.Segments = append(t.Segments, s)
 	}
-	slices.SortFunc(t.Segments, func(a, b Segment) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.key, b.key))
-	})
 }
 
 // finish fills the segments' nodes and allowed IPs and the lookup tables.
 func (t *Topology) finish() {
+	nodes := make([]Node, 0, len(t.members)) // every segment's Nodes, in turn
 	for i := range t.Segments {
 		s := &t.Segments[i]
-		ips := slices.Clone(s.AllowedLocationIPs)
+		n := len(s.AllowedLocationIPs) + 1
+		for _, m := range s.members {
+			n += len(m.allowed)
+		}
+		ips := make([]netip.Prefix, 0, n)
+		ips = append(ips, s.AllowedLocationIPs...)
 		if s.WireGuardIP.IsValid() {
 			ips = append(ips, hostPrefix(s.WireGuardIP.Addr()))
 		}
-		for j := range s.Nodes {
-			m := t.members[s.Nodes[j].Name]
-			s.Nodes[j] = m.Node
+		first := len(nodes)
+		for j, m := range s.members {
+			nodes = append(nodes, m.Node)
 			ips = append(ips, m.allowed...)
-			t.segOf[m.Name] = i
 			if j == s.Leader && m.Endpoint != nil && m.Endpoint.Addr.Addr().IsValid() {
 				t.endpoints = append(t.endpoints, m.Endpoint.Addr.Addr())
 			}
 		}
-		s.AllowedIPs = normPrefixes(ips)
+		s.Nodes = nodes[first:len(nodes):len(nodes)]
+		s.AllowedIPs = sortPrefixes(ips)
 		s.AllowedLocationIPs = normPrefixes(s.AllowedLocationIPs)
 	}
 	for i, p := range t.Peers {

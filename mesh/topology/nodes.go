@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
@@ -23,12 +24,18 @@ type member struct {
 	// group is the key of the node's location group: "location:NAME", or
 	// "node:NAME" for a node without location or internal IP.
 	group string
+	// segment is the key of the node's segment: its group in
+	// LocationGranularity, "node:NAME" otherwise.
+	segment string
 	// location is the location shown to users: the location, or the node
 	// name for a node that forms a location of its own.
 	location string
 	// allowed are the node's ranges routed to its segment: its pod CIDRs
 	// and internal IPs that no other node claimed first.
 	allowed []netip.Prefix
+	// endpoint holds what Node.Endpoint points to, so that members
+	// allocated together need no allocation of their own for it.
+	endpoint Endpoint
 }
 
 // internal returns the node's internal IP of the family of a.
@@ -43,60 +50,62 @@ func locationKey(l string) string { return "location:" + l }
 
 func nodeKey(n string) string { return "node:" + n }
 
-// segmentKey returns the key of m's segment: its location group in
-// LocationGranularity, the node itself otherwise.
-func segmentKey(m *member, g Granularity) string {
-	if g == LocationGranularity {
-		return m.group
-	}
-	return nodeKey(m.Name)
-}
+// keyName returns the name part of a segment or group key ("location:NAME",
+// "node:NAME").
+func keyName(key string) string { return key[strings.IndexByte(key, ':')+1:] }
 
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name.
 func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) []*member {
-	sorted := slices.Clone(nodes)
-	slices.SortStableFunc(sorted, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
-	count := make(map[string]int, len(sorted))
-	for _, n := range sorted {
-		count[n.Name]++
+	sorted := make([]*Node, len(nodes))
+	for i := range nodes {
+		sorted[i] = &nodes[i]
 	}
-	var out []*member
-	for _, n := range sorted {
-		switch {
+	slices.SortStableFunc(sorted, func(a, b *Node) int { return cmp.Compare(a.Name, b.Name) })
+	// The members are allocated at once; an excluded node's slot is reused.
+	slab := make([]member, 0, len(sorted))
+	out := make([]*member, 0, len(sorted))
+	locationKeys := make(map[string]string) // one key string per location
+	full := opts.Granularity == FullGranularity
+	for i, n := range sorted {
+		switch named := sameName(sorted, i); {
 		case n.Name == "":
 			ps.add(KindNode, "", Excluded, CodeNoName, "a node has an empty name; it is ignored")
 			continue
-		case count[n.Name] > 1:
+		case named > 1:
 			ps.add(KindNode, n.Name, Excluded, CodeDuplicateName,
-				"%d nodes are named %q; all of them are left out until the names are unique", count[n.Name], n.Name)
+				"%d nodes are named %q; all of them are left out until the names are unique", named, n.Name)
 			continue
 		case n.Key == (wgconf.Key{}):
 			ps.add(KindNode, n.Name, Excluded, CodeNoKey,
 				"the node has no WireGuard public key (annotation kilo.squat.ai/key): the kg agent has not started on it yet; start kg on the node and it will publish its key")
 			continue
 		}
-		if others, ok := holders.nodeClash(n.Key, KindNode+" "+quote(n.Name)); ok {
+		if others, ok := holders.nodeClash(n.Key, KindNode, n.Name); ok {
 			ps.add(KindNode, n.Name, Excluded, CodeDuplicateKey,
 				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", joinNames(others))
 			continue
 		}
-		m := normalizeNode(n)
+		slab = append(slab, member{})
+		m := &slab[len(slab)-1]
+		normalizeNode(m, n)
 		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
+			slab = slab[:len(slab)-1]
 			continue
 		}
-		m.Endpoint = endpointOf(m, opts.Port)
-		m.group, m.location = nodeKey(n.Name), n.Name
-		full := opts.Granularity == FullGranularity
+		m.fillEndpoint(opts.Port)
+		m.location = n.Name
 		switch {
 		case n.Location == "":
+			m.group = nodeKey(n.Name)
 			if !full {
 				ps.add(KindNode, n.Name, Warning, CodeNoLocation,
 					"the node has no location, so it forms a location of its own named after it; annotate it with kilo.squat.ai/location=NAME or label it with topology.kubernetes.io/region=NAME")
 			}
 		case !m.in4.IsValid() && !m.in6.IsValid():
+			m.group = nodeKey(n.Name)
 			if full {
 				m.location = n.Location
 			} else {
@@ -104,22 +113,45 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) [
 					"the node has no internal IP, so it cannot reach the other nodes of location %q natively and forms a location of its own; give the Node an InternalIP address", n.Location)
 			}
 		default:
-			m.group, m.location = locationKey(n.Location), n.Location
+			key, ok := locationKeys[n.Location]
+			if !ok {
+				key = locationKey(n.Location)
+				locationKeys[n.Location] = key
+			}
+			m.group, m.location = key, n.Location
+		}
+		m.segment = m.group
+		if opts.Granularity != LocationGranularity && !strings.HasPrefix(m.group, "node:") {
+			m.segment = nodeKey(n.Name) // else the group already is
 		}
 		out = append(out, m)
 	}
 	return out
 }
 
-// normalizeNode copies n with canonical prefixes and sane durations.
-func normalizeNode(n Node) *member {
-	m := &member{Node: n}
+// sameName returns how many of the nodes sorted by name are named like
+// sorted[i].
+func sameName(sorted []*Node, i int) int {
+	lo, hi := i, i+1
+	for lo > 0 && sorted[lo-1].Name == sorted[i].Name {
+		lo--
+	}
+	for hi < len(sorted) && sorted[hi].Name == sorted[i].Name {
+		hi++
+	}
+	return hi - lo
+}
+
+// normalizeNode sets m to a copy of n with canonical prefixes and sane
+// durations.
+func normalizeNode(m *member, n *Node) {
+	*m = member{Node: *n}
 	m.PodCIDRs = normPrefixes(n.PodCIDRs)
 	m.AllowedLocationIPs = normPrefixes(n.AllowedLocationIPs)
 	m.ExternalIP = unmapAddr(n.ExternalIP)
 	m.WireGuardIP = unmapPrefix(n.WireGuardIP)
 	m.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
-	for _, p := range []netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
+	for _, p := range [2]netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
 		if !p.IsValid() {
 			continue
 		}
@@ -131,29 +163,24 @@ func normalizeNode(n Node) *member {
 		}
 	}
 	m.InternalIP, m.InternalIP6 = m.in4, m.in6
-	if m.Endpoint != nil {
-		e := *n.Endpoint
-		e.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
-		m.Endpoint = &e
-		if e.DNS == "" && !e.Addr.Addr().IsValid() {
-			m.Endpoint = nil
-		}
-	}
-	if m.Endpoint != nil {
-		a := m.Endpoint.Addr.Addr()
-		m.public = m.Endpoint.DNS != "" || (a != m.in4.Addr() && a != m.in6.Addr())
+	m.Endpoint = nil
+	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
+		m.endpoint = *e
+		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
+		m.Endpoint = &m.endpoint
+		a := m.endpoint.Addr.Addr()
+		m.public = m.endpoint.DNS != "" || (a != m.in4.Addr() && a != m.in6.Addr())
 	}
 	if m.ExternalIP.IsValid() {
 		m.public = true
 	}
-	return m
 }
 
-// endpointOf returns where other nodes reach m: its Endpoint with a port,
+// fillEndpoint sets where other nodes reach m: its Endpoint with a port,
 // else its external IP, else its internal IP (IPv4 first), with port.
-func endpointOf(m *member, port uint16) *Endpoint {
+func (m *member) fillEndpoint(port uint16) {
 	if m.Endpoint != nil {
-		e := *m.Endpoint
+		e := &m.endpoint
 		if e.Port == 0 {
 			e.Port = e.Addr.Port()
 		}
@@ -163,14 +190,15 @@ func endpointOf(m *member, port uint16) *Endpoint {
 		if e.Addr.Addr().IsValid() {
 			e.Addr = netip.AddrPortFrom(e.Addr.Addr(), e.Port)
 		}
-		return &e
+		return
 	}
-	for _, a := range []netip.Addr{m.ExternalIP, m.in4.Addr(), m.in6.Addr()} {
+	for _, a := range [3]netip.Addr{m.ExternalIP, m.in4.Addr(), m.in6.Addr()} {
 		if a.IsValid() {
-			return &Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
+			m.endpoint = Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
+			m.Endpoint = &m.endpoint
+			return
 		}
 	}
-	return nil
 }
 
 func clampKeepalive(d time.Duration) time.Duration {

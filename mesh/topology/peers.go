@@ -37,7 +37,7 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 				"the peer has no WireGuard public key; set spec.publicKey to the output of `wg pubkey` on the peer")
 			continue
 		}
-		if others, ok := holders.nodeClash(p.PublicKey, KindPeer+" "+quote(p.Name)); ok {
+		if others, ok := holders.nodeClash(p.PublicKey, KindPeer, p.Name); ok {
 			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateKey,
 				"the peer's public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own key pair (wg genkey | wg pubkey)", joinNames(others))
 			continue

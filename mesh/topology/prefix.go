@@ -27,7 +27,10 @@ func unmapAddr(a netip.Addr) netip.Addr {
 // normPrefixes returns ps masked, unmapped, without invalid entries, sorted
 // and without duplicates; nil when nothing is left.
 func normPrefixes(ps []netip.Prefix) []netip.Prefix {
-	var out []netip.Prefix
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]netip.Prefix, 0, len(ps))
 	for _, p := range ps {
 		p = unmapPrefix(p)
 		if !p.IsValid() {
@@ -35,8 +38,17 @@ func normPrefixes(ps []netip.Prefix) []netip.Prefix {
 		}
 		out = append(out, netip.PrefixFrom(p.Addr().WithZone(""), p.Bits()).Masked())
 	}
-	slices.SortFunc(out, netip.Prefix.Compare)
-	return slices.Compact(out)
+	return sortPrefixes(out)
+}
+
+// sortPrefixes sorts ps, prefixes already normalized, in place and drops
+// duplicates; nil when ps is empty.
+func sortPrefixes(ps []netip.Prefix) []netip.Prefix {
+	if len(ps) == 0 {
+		return nil
+	}
+	slices.SortFunc(ps, netip.Prefix.Compare)
+	return slices.Compact(ps)
 }
 
 // hostPrefix returns the single-address prefix of a (/32 or /128).

@@ -11,12 +11,13 @@ import (
 // WireGuard cannot route one range to two peers.
 func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) {
 	for _, m := range members {
-		seg := segmentKey(m, opts.Granularity)
+		seg := m.segment
 		if len(m.PodCIDRs) == 0 {
 			ps.add(KindNode, m.Name, Warning, CodeNoPodCIDR,
 				"the node has no pod CIDR, so nothing is routed to its pods; set spec.podCIDRs on the Node (kube-controller-manager --allocate-node-cidrs does it)")
 		}
-		var pods []netip.Prefix
+		m.allowed = make([]netip.Prefix, 0, len(m.PodCIDRs)+2)
+		pods := m.PodCIDRs[:0] // m's own copy, filtered in place
 		for _, p := range m.PodCIDRs {
 			c, ok := cs.find(p, func(c claim) bool {
 				return c.kind == claimEndpoint || (c.kind == claimInternal && c.prefix.Bits() > p.Bits())
@@ -34,8 +35,11 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			m.allowed = append(m.allowed, p)
 			cs.add(claim{prefix: p, kind: claimPod, name: m.Name, segment: seg})
 		}
+		if len(pods) == 0 {
+			pods = nil
+		}
 		m.PodCIDRs = pods
-		for _, in := range []netip.Prefix{m.in4, m.in6} {
+		for _, in := range [2]netip.Prefix{m.in4, m.in6} {
 			if !in.IsValid() {
 				continue
 			}
@@ -56,23 +60,15 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			m.allowed = append(m.allowed, h)
 			cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, segment: seg})
 		}
-		for _, a := range publicAddrs(m) {
-			cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, segment: seg})
+		// The external IP and endpoint address, when they are not internal
+		// IPs: ranges that contain them would capture WireGuard's own UDP
+		// packets.
+		for i, a := range [2]netip.Addr{m.ExternalIP, m.Endpoint.Addr.Addr()} {
+			if a.IsValid() && a != m.in4.Addr() && a != m.in6.Addr() && (i == 0 || a != m.ExternalIP) {
+				cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, segment: seg})
+			}
 		}
 	}
-}
-
-// publicAddrs returns the node's external IP and endpoint address, when
-// they are not its internal IPs: ranges that contain them would capture
-// WireGuard's own UDP packets.
-func publicAddrs(m *member) []netip.Addr {
-	var out []netip.Addr
-	for _, a := range []netip.Addr{m.ExternalIP, m.Endpoint.Addr.Addr()} {
-		if a.IsValid() && a != m.in4.Addr() && a != m.in6.Addr() && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // assignLocationIPs gives the allowed location IPs of every location group
@@ -88,18 +84,19 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	segIdx := make(map[string]int, len(t.Segments))
-	for i, s := range t.Segments {
-		for _, n := range s.Nodes {
-			segIdx[n.Name] = i
-		}
-	}
+	var seen map[netip.Prefix]bool
 	for _, group := range keys {
-		seen := make(map[netip.Prefix]bool)
+		clear(seen)
 		for _, name := range t.locations[group] {
 			m := t.members[name]
-			s := &t.Segments[segIdx[name]]
-			var kept []netip.Prefix
+			if len(m.AllowedLocationIPs) == 0 {
+				continue
+			}
+			if seen == nil {
+				seen = make(map[netip.Prefix]bool)
+			}
+			s := &t.Segments[t.segOf[name]]
+			kept := m.AllowedLocationIPs[:0] // m's own copy, filtered in place
 			for _, p := range m.AllowedLocationIPs {
 				if seen[p] {
 					kept = append(kept, p)
@@ -121,6 +118,9 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 				kept = append(kept, p)
 				s.AllowedLocationIPs = append(s.AllowedLocationIPs, p)
 				cs.add(claim{prefix: p, kind: claimLocation, name: m.location, segment: s.key})
+			}
+			if len(kept) == 0 {
+				kept = nil
 			}
 			m.AllowedLocationIPs = kept
 		}

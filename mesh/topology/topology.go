@@ -71,9 +71,10 @@ type Segment struct {
 	// this segment carries (also in AllowedIPs).
 	AllowedLocationIPs []netip.Prefix
 
-	key    string // hash key: "location:NAME" or "node:NAME"
-	group  string // location group key (segments of one group talk natively)
-	public bool   // the leader has a public endpoint
+	key     string    // hash key: "location:NAME" or "node:NAME"
+	group   string    // location group key (segments of one group talk natively)
+	public  bool      // the leader has a public endpoint
+	members []*member // the members behind Nodes, in the same order
 }
 
 // LeaderNode returns the node that leads the segment.
