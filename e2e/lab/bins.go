@@ -23,7 +23,7 @@ const labCmdPackage = rootModule + "/e2e/cmd/kilofed-lab"
 
 // RequiredBinaries are the control-plane binaries the lab runs, found in
 // the lab-bins folder (`make lab-bins`).
-var RequiredBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "kubectl"}
+var RequiredBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl", "coredns"}
 
 // Preflight reports why the lab cannot run on this machine: not root
 // (ErrNotRoot), a control-plane binary missing (ErrBinaryMissing), or a

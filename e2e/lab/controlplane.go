@@ -21,9 +21,10 @@ type component struct {
 	proc  *Process                              // the last run; nil before Start
 }
 
-// controlPlane holds a cluster's etcd, kube-apiserver and
-// kube-controller-manager; mu serializes stops and starts.
+// controlPlane holds a cluster's etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler; mu serializes stops and starts.
 type controlPlane struct {
 	mu                   sync.Mutex
 	etcd, apiserver, kcm component
+	scheduler            component
 }

@@ -28,7 +28,8 @@ const (
 )
 
 // startControlPlane writes the cluster's PKI and kubeconfigs and starts its
-// etcd, kube-apiserver and kube-controller-manager, each waited for.
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler, each
+// waited for (the last two started together).
 func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 	dir := filepath.Join(l.Dir, c.Name)
 	first, err := firstAddr(c.ServiceCIDR)
@@ -152,14 +153,18 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		return nil
 	}}
 
+	if err := l.defineScheduler(c, dir); err != nil {
+		return err
+	}
+
 	c.cp.mu.Lock()
 	defer c.cp.mu.Unlock()
-	for _, comp := range []*component{&c.cp.etcd, &c.cp.apiserver, &c.cp.kcm} {
+	for _, comp := range []*component{&c.cp.etcd, &c.cp.apiserver} {
 		if err := l.startComponent(ctx, comp); err != nil {
 			return err
 		}
 	}
-	return nil
+	return l.startComponents(ctx, &c.cp.kcm, &c.cp.scheduler)
 }
 
 // startComponent starts comp and waits until it serves.

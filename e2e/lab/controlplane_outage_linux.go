@@ -37,8 +37,8 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return c.startStopped(ctx, &c.cp.apiserver)
 }
 
-// StopControlPlane stops kube-controller-manager, kube-apiserver and etcd,
-// in that order (see StopAPIServer); the etcd data dir, the certificates
+// StopControlPlane stops kube-scheduler, kube-controller-manager,
+// kube-apiserver and etcd, in that order (see StopAPIServer); the etcd data dir, the certificates
 // and the ports are kept for StartControlPlane.
 func (c *Cluster) StopControlPlane() error {
 	c.cp.mu.Lock()
@@ -51,6 +51,7 @@ func (c *Cluster) StopControlPlane() error {
 		comp *component
 		addr netip.AddrPort
 	}{
+		{&c.cp.scheduler, netip.AddrPort{}},
 		{&c.cp.kcm, netip.AddrPort{}},
 		{&c.cp.apiserver, netip.AddrPortFrom(c.APIServerIP, APIServerPort)},
 		{&c.cp.etcd, etcd},
@@ -64,11 +65,11 @@ func (c *Cluster) StopControlPlane() error {
 
 // StartControlPlane starts what StopControlPlane stopped: etcd on its data
 // dir and ports, kube-apiserver on its address, kube-controller-manager,
-// each waited for. Components that still run are left alone.
+// kube-scheduler, each waited for. Components that still run are left alone.
 func (c *Cluster) StartControlPlane(ctx context.Context) error {
 	c.cp.mu.Lock()
 	defer c.cp.mu.Unlock()
-	for _, comp := range []*component{&c.cp.etcd, &c.cp.apiserver, &c.cp.kcm} {
+	for _, comp := range []*component{&c.cp.etcd, &c.cp.apiserver, &c.cp.kcm, &c.cp.scheduler} {
 		if comp.proc != nil && !comp.proc.Exited() {
 			continue
 		}

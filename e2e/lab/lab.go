@@ -98,6 +98,7 @@ type Cluster struct {
 	client     kubernetes.Interface
 	etcdURL    string
 	cp         controlPlane
+	dns        *clusterDNS // nil without Spec.CoreDNS
 }
 
 // Location is one location of a cluster: a LAN bridge in a router

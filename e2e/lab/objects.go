@@ -26,7 +26,7 @@ const EchoPort = 8080
 // AppLabel is the label the objects below select their pods by.
 const AppLabel = "app"
 
-// EchoPod returns an HTTP echo Pod bound to node (the lab has no
+// EchoPod returns an HTTP echo Pod bound to node (empty: left to the
 // scheduler), labeled app=<app>.
 func EchoPod(namespace, name, app, node string) *corev1.Pod {
 	return &corev1.Pod{
@@ -48,7 +48,7 @@ func SleepPod(namespace, name, node string) *corev1.Pod {
 }
 
 // EchoDeployment returns a Deployment of HTTP echo pods labeled
-// app=<name>, all bound to node (the lab has no scheduler).
+// app=<name>, all bound to node (empty: the scheduler places them).
 func EchoDeployment(namespace, name, node string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{AppLabel: name}
 	return &appsv1.Deployment{

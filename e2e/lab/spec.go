@@ -23,6 +23,11 @@ type Spec struct {
 	// KubeProxy runs the real kube-proxy (iptables mode) in every node's
 	// namespace, so that Service ClusterIPs work.
 	KubeProxy bool
+	// CoreDNS runs the real CoreDNS as each cluster's DNS, in the namespace
+	// of the cluster's first node, behind the kube-dns Service whose
+	// ClusterIP is ClusterSpec.ClusterDNS (pods' nameserver). It needs
+	// KubeProxy. See Cluster.SetClusterSetDNS for clusterset.local.
+	CoreDNS bool
 }
 
 // ClusterSpec describes one cluster. Its index i (1-based, position in
@@ -45,7 +50,8 @@ type ClusterSpec struct {
 	// (default 24).
 	NodeCIDRMaskSize int
 	// ClusterDNS is the DNS address written into pods' resolv.conf
-	// (default: .10 of ServiceCIDR). The lab runs no DNS server itself.
+	// (default: .10 of ServiceCIDR): the kube-dns Service's ClusterIP when
+	// Spec.CoreDNS is set; without it no DNS server answers there.
 	ClusterDNS netip.Addr
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
 	ClusterDomain string

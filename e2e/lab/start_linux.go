@@ -90,6 +90,11 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (_ *Lab, err error) {
 		return nil, err
 	}
 	l.logger.Info("control planes ready", "elapsed", time.Since(began).Round(time.Millisecond))
+	if full.CoreDNS {
+		if err := l.startClusterDNS(ctx); err != nil {
+			return nil, err
+		}
+	}
 	<-binDone
 	if binErr != nil {
 		return nil, binErr
@@ -101,6 +106,11 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (_ *Lab, err error) {
 	l.labBin = local
 	if err := l.startNodes(ctx); err != nil {
 		return nil, err
+	}
+	if full.CoreDNS {
+		if err := l.waitClusterDNS(ctx); err != nil {
+			return nil, err
+		}
 	}
 	l.logger.Info("lab ready", "elapsed", time.Since(began).Round(time.Millisecond))
 	return l, nil

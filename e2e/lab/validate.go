@@ -30,6 +30,9 @@ func (s Spec) validate() error {
 	if len(s.Clusters) == 0 {
 		bad("no clusters: give at least one ClusterSpec")
 	}
+	if s.CoreDNS && !s.KubeProxy {
+		bad("Spec.CoreDNS needs Spec.KubeProxy: pods reach CoreDNS through the kube-dns ClusterIP")
+	}
 	if len(s.Clusters) > 200 {
 		bad("%d clusters: at most 200", len(s.Clusters))
 	}

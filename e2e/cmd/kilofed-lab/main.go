@@ -11,6 +11,8 @@
 //	kilofed-lab up [-clusters N] [--kg PATH]
 //	                             start a lab (with kg on every node when --kg is given)
 //	                             and keep it until Ctrl-C, printing the kubeconfig paths
+//	                             (one per cluster, and one with a context per cluster);
+//	                             each cluster runs CoreDNS unless -coredns=false
 //	kilofed-lab clean            remove the leftovers of crashed runs (kfl-* namespaces,
 //	                             links, processes, temp dirs); refuses while a lab runs
 //	kilofed-lab workload ...     the pod workloads (HTTP/UDP echo, sleep, get, udp-send)
@@ -37,7 +39,7 @@ const usage = `usage: kilofed-lab <command>
   demo [--kg PATH] [--svg PATH]
                    start the seed's two-location cluster with kg on every node, show the
                    mesh and a pod answered across locations through WireGuard, tear down
-  up [-clusters N] [-kube-proxy=false] [-pod-routes=false] [--kg PATH]
+  up [-clusters N] [-kube-proxy=false] [-coredns=false] [-pod-routes=false] [--kg PATH]
                    start a lab (kg on every node with --kg) and keep it until Ctrl-C
   clean            remove the leftovers of crashed lab runs
   workload ...     run a pod workload (used by the lab's kubelet stand-in)`

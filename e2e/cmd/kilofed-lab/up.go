@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kilofed/kilofed/e2e/lab"
@@ -17,6 +18,7 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	clusters := fs.Int("clusters", 1, "number of clusters (1 to 5); the first is the seed's cn-beijing/cn-shanghai cluster")
 	kubeProxy := fs.Bool("kube-proxy", true, "run kube-proxy on every node")
+	coreDNS := fs.Bool("coredns", true, "run CoreDNS as each cluster's DNS (kube-dns ClusterIP .10 of the service CIDR; needs -kube-proxy)")
 	podRoutes := fs.Bool("pod-routes", true, "install host-gw pod routes inside each location (default false with --kg: kg routes)")
 	kgPath := fs.String("kg", "", "run this kg agent binary on every node (default: no agents)")
 	if err := fs.Parse(args); err != nil {
@@ -37,7 +39,7 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 			*podRoutes = false
 		}
 	}
-	spec := lab.Spec{PodRoutes: *podRoutes, KubeProxy: *kubeProxy, Clusters: []lab.ClusterSpec{lab.SeedClusterSpec()}}
+	spec := lab.Spec{PodRoutes: *podRoutes, KubeProxy: *kubeProxy, CoreDNS: *coreDNS && *kubeProxy, Clusters: []lab.ClusterSpec{lab.SeedClusterSpec()}}
 	for i := 2; i <= *clusters; i++ {
 		spec.Clusters = append(spec.Clusters, lab.ClusterSpec{Locations: []lab.LocationSpec{
 			{Name: "public-" + strconv.Itoa(i), Nodes: []lab.NodeSpec{{}, {}}},
@@ -70,6 +72,15 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 	for _, c := range l.Clusters() {
 		fmt.Printf("export KUBECONFIG=%s   # cluster %s\n", c.Kubeconfig, c.Name)
 	}
+	merged, err := l.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	var contexts []string
+	for _, c := range l.Clusters() {
+		contexts = append(contexts, c.Name)
+	}
+	fmt.Printf("kubeconfig of every cluster: %s (contexts: %s)\n", merged, strings.Join(contexts, ", "))
 	fmt.Println("\nkilofed-lab: the lab runs; Ctrl-C tears it down")
 	<-ctx.Done()
 	fmt.Println("\nkilofed-lab: tearing down")

@@ -14,16 +14,15 @@
 // daemonEndpoints: the kubelet API's port) every 30 s, and renews the node
 // Lease in kube-node-lease every 10 s.
 //
-// # No scheduler
+// # Scheduling
 //
-// The lab runs no kube-scheduler: a Pod must name its node in
-// spec.nodeName, as the seed's example does:
+// The stand-in runs the Pods whose spec.nodeName is its node, however that
+// was set: by the lab's kube-scheduler (which binds Deployments', DaemonSets'
+// and other unbound Pods through the pods/binding subresource) or by hand,
+// as the seed's example does:
 //
 //	kubectl run test-pod-beijing --image=alpine --restart=Never \
 //	  --overrides='{"spec":{"nodeName":"node-beijing"}}' -- sleep 3600
-//
-// Pods of Deployments, DaemonSets and Jobs stay Pending unless something sets
-// spec.nodeName (or binds them through the pods/binding subresource).
 //
 // # Pod network
 //
