@@ -6,7 +6,7 @@ export KILOFED_LAB_BINS := $(LAB_BINS)
 BIN := $(CURDIR)/bin
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build deps lab-bins test unit-test e2e-test bench demo lint fmt clean lab-clean
+.PHONY: all build deps lab-bins test unit-test e2e-test bench demo lint fmt clean lab-clean manifests chart
 
 all: build
 
@@ -46,6 +46,15 @@ lint:
 	@test -z "$$(gofmt -l . )" || { gofmt -l . ; exit 1; }
 	$(GO) vet ./...
 	cd mesh && $(GO) vet ./...
+	$(GO) test -count=1 -run 'TestChartLintsClean|TestChartCopiesEqualTheirSources|TestReadmeValuesTableIsUpToDate|TestPlainManifestsAreAFreshRenderOfTheChart' ./charts/kilofed/
+
+## chart: regenerate the chart's copies of the CRDs and admission policy, and its README's values table
+chart:
+	$(GO) generate ./charts/kilofed/
+
+## manifests: deploy/kilofed.yaml, the chart rendered for kubectl apply (never edited by hand)
+manifests: chart
+	$(GO) run ./charts/kilofed/render -o deploy/kilofed.yaml
 
 ## lab-clean: remove leftovers of a crashed lab run (only the lab's own kfl- names)
 lab-clean: build
