@@ -69,6 +69,15 @@ func (t *Topology) buildSegments(members []*member) {
 	slices.SortFunc(bySegment, func(a, b *member) int {
 		return cmp.Or(cmp.Compare(keyName(a.segment), keyName(b.segment)), cmp.Compare(a.segment, b.segment), cmp.Compare(a.Name, b.Name))
 	})
+	n := 0
+	for i, m := range bySegment {
+		if i == 0 || m.segment != bySegment[i-1].segment {
+			n++
+		}
+	}
+	if n > 0 {
+		t.Segments = make([]Segment, 0, n)
+	}
 	for lo := 0; lo < len(bySegment); {
 		hi := lo + 1
 		for hi < len(bySegment) && bySegment[hi].segment == bySegment[lo].segment {

@@ -48,7 +48,21 @@ func (t *Topology) plan(node string) plan {
 		p.own = append(p.own, a.Addr())
 	}
 	own := &t.Segments[t.segOf[node]]
-	var dsts []netip.Prefix
+	n := 1
+	for i := range t.Segments {
+		if remote(own, &t.Segments[i]) {
+			n += len(t.Segments[i].AllowedIPs)
+		}
+	}
+	for _, peer := range t.Peers {
+		n += len(peer.AllowedIPs)
+	}
+	var mates []*member
+	if !t.opts.NoLocalRoutes {
+		mates = t.mates(m)
+	}
+	dsts := make([]netip.Prefix, 0, n)
+	p.routes = make([]Route, 0, n+3*len(mates))
 	if !t.IsLeader(node) && own.WireGuardIP.IsValid() {
 		dsts = append(dsts, hostPrefix(own.WireGuardIP.Addr()))
 	}
@@ -76,15 +90,13 @@ func (t *Topology) plan(node string) plan {
 			p.via(leader, dst)
 		}
 	}
-	if !t.opts.NoLocalRoutes {
-		for _, mate := range t.mates(m) {
-			for _, dst := range mate.PodCIDRs {
-				if !p.skip(dst, false) {
-					p.via(mate, dst)
-				}
+	for _, mate := range mates {
+		for _, dst := range mate.PodCIDRs {
+			if !p.skip(dst, false) {
+				p.via(mate, dst)
 			}
-			p.encapsulateHostTraffic(mate)
 		}
+		p.encapsulateHostTraffic(mate)
 	}
 	p.finish()
 	return p
@@ -195,16 +207,63 @@ func (t *Topology) encapsulate(a, b *member) bool {
 	return false
 }
 
-// finish sorts and deduplicates what plan collected.
+// finish sorts and deduplicates what plan collected: of the routes with one
+// destination and table, the first added stays.
 func (p *plan) finish() {
-	slices.SortStableFunc(p.routes, func(a, b Route) int {
-		return cmp.Or(a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table))
-	})
-	p.routes = slices.CompactFunc(p.routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
+	p.routes = sortRoutes(p.routes)
 	slices.SortFunc(p.rules, func(a, b Rule) int {
 		return cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Priority, b.Priority))
 	})
 	p.rules = slices.Compact(p.rules)
 	slices.SortFunc(p.remotes, netip.Addr.Compare)
 	p.remotes = slices.Compact(p.remotes)
+}
+
+// routeKey orders routes as Prefix.Compare orders their (masked)
+// destinations, then by table, then as they were added. It holds no
+// pointer, so sorting keys moves little memory and needs no write barrier.
+type routeKey struct {
+	hi, lo uint64 // the destination's address bits (see addrBits)
+	v6     bool
+	bits   int
+	table  int
+	i      int // index of the route
+}
+
+func compareRouteKeys(a, b routeKey) int {
+	return cmp.Or(boolFirst(!a.v6, !b.v6), cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo),
+		cmp.Compare(a.bits, b.bits), cmp.Compare(a.table, b.table), cmp.Compare(a.i, b.i))
+}
+
+// sortRoutes sorts routes in place by destination then table and keeps
+// the first added of those with the same destination and table; nil for
+// none.
+func sortRoutes(routes []Route) []Route {
+	if len(routes) == 0 {
+		return nil
+	}
+	keys := make([]routeKey, len(routes))
+	for i, r := range routes {
+		hi, lo := addrBits(r.Dst.Masked().Addr())
+		keys[i] = routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table, i: i}
+	}
+	slices.SortFunc(keys, compareRouteKeys)
+	// Put routes[keys[k].i] at k, in place, one cycle of the permutation
+	// at a time; a done position has its key's index set to -1.
+	for k := range keys {
+		if keys[k].i < 0 {
+			continue
+		}
+		held, j := routes[k], k
+		for {
+			src := keys[j].i
+			keys[j].i = -1
+			if src == k {
+				routes[j] = held
+				break
+			}
+			routes[j], j = routes[src], src
+		}
+	}
+	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
 }

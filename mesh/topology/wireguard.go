@@ -37,13 +37,41 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	own := &t.Segments[t.segOf[m.Name]]
 	keepalive := own.PersistentKeepalive()
 	gateway, relayed := t.relayedPeers(own)
+	// The peers in public key order, built in place: refs are sorted
+	// rather than the peer configurations, and their allowed IPs share one
+	// array.
+	type ref struct {
+		key  wgconf.Key
+		seg  int // index in t.Segments, or -1 for the Peer t.Peers[peer]
+		peer int
+	}
+	refs := make([]ref, 0, len(t.Segments)+len(t.Peers))
+	var arena prefixArena
 	for i := range t.Segments {
-		s := &t.Segments[i]
-		if !remote(own, s) {
+		if s := &t.Segments[i]; remote(own, s) {
+			refs = append(refs, ref{key: s.Key(), seg: i})
+			arena.reserve(len(s.AllowedIPs))
+		}
+	}
+	for i, p := range t.Peers {
+		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
+			refs = append(refs, ref{key: p.PublicKey, seg: -1, peer: i})
+			arena.reserve(len(p.AllowedIPs))
+		}
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(a.key[:], b.key[:]) })
+	if len(refs) > 0 {
+		c.Peers = make([]wgconf.Peer, 0, len(refs))
+	}
+	for _, r := range refs {
+		if r.seg < 0 {
+			p := t.Peers[r.peer]
+			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive), arena.clone(p.AllowedIPs)))
 			continue
 		}
-		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive))
-		if i == gateway {
+		s := &t.Segments[r.seg]
+		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive), arena.clone(s.AllowedIPs))
+		if r.seg == gateway {
 			for _, p := range relayed {
 				pc.AllowedIPs = append(pc.AllowedIPs, p.AllowedIPs...)
 			}
@@ -51,13 +79,30 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		}
 		c.Peers = append(c.Peers, pc)
 	}
-	for _, p := range t.Peers {
-		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
-			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive)))
-		}
-	}
-	sortPeers(c.Peers)
 	return c, nil
+}
+
+// prefixArena copies prefix slices into one shared array. Every copy is
+// capped, so appending to one never overwrites another.
+type prefixArena struct {
+	need int
+	buf  []netip.Prefix
+}
+
+// reserve counts n more prefixes to be cloned.
+func (a *prefixArena) reserve(n int) { a.need += n }
+
+// clone returns a copy of ps, nil when ps is empty.
+func (a *prefixArena) clone(ps []netip.Prefix) []netip.Prefix {
+	if len(ps) == 0 {
+		return nil
+	}
+	if a.buf == nil {
+		a.buf = make([]netip.Prefix, 0, max(a.need, len(ps)))
+	}
+	n := len(a.buf)
+	a.buf = append(a.buf, ps...)
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // NodeConf returns node's WireGuard interface as `kilofed showconf node`
@@ -80,7 +125,7 @@ func (t *Topology) AsPeer(node string) wgconf.Peer {
 	if !ok {
 		return wgconf.Peer{}
 	}
-	return segmentPeer(s, s.PersistentKeepalive())
+	return segmentPeer(s, s.PersistentKeepalive(), slices.Clone(s.AllowedIPs))
 }
 
 // PeerConf returns the configuration the external peer named peer uses
@@ -119,7 +164,7 @@ func (t *Topology) PeerConf(peer string) (wgconf.Interface, error) {
 			extra = append(extra, s.AllowedIPs...)
 			continue
 		}
-		pc := segmentPeer(s, max(p.PersistentKeepalive, s.PersistentKeepalive()))
+		pc := segmentPeer(s, max(p.PersistentKeepalive, s.PersistentKeepalive()), slices.Clone(s.AllowedIPs))
 		pc.PresharedKey = copyKey(p.PresharedKey)
 		iface.Peers = append(iface.Peers, pc)
 	}
@@ -208,7 +253,9 @@ func (t *Topology) PreferLearntEndpoint(key wgconf.Key) bool {
 	return false
 }
 
-func segmentPeer(s *Segment, keepalive time.Duration) wgconf.Peer {
+// segmentPeer returns s as a peer with the given keepalive and allowed
+// IPs (a copy of s.AllowedIPs).
+func segmentPeer(s *Segment, keepalive time.Duration, allowed []netip.Prefix) wgconf.Peer {
 	e := s.Endpoint()
 	return wgconf.Peer{
 		Name:                s.Name,
@@ -216,18 +263,20 @@ func segmentPeer(s *Segment, keepalive time.Duration) wgconf.Peer {
 		Endpoint:            netip.AddrPortFrom(e.Addr.Addr(), e.Port),
 		EndpointDNS:         e.DNS,
 		KeepLearntEndpoint:  !s.public,
-		AllowedIPs:          slices.Clone(s.AllowedIPs),
+		AllowedIPs:          allowed,
 		PersistentKeepalive: keepalive,
 	}
 }
 
-func peerPeer(p Peer, keepalive time.Duration) wgconf.Peer {
+// peerPeer returns p as a peer with the given keepalive and allowed IPs
+// (a copy of p.AllowedIPs).
+func peerPeer(p Peer, keepalive time.Duration, allowed []netip.Prefix) wgconf.Peer {
 	pc := wgconf.Peer{
 		Name:                p.Name,
 		PublicKey:           p.PublicKey,
 		PresharedKey:        copyKey(p.PresharedKey),
 		KeepLearntEndpoint:  p.Endpoint == nil,
-		AllowedIPs:          slices.Clone(p.AllowedIPs),
+		AllowedIPs:          allowed,
 		PersistentKeepalive: keepalive,
 	}
 	if p.Endpoint != nil {
