@@ -35,6 +35,9 @@ func TestAgentDaemonSetIsKilosOnHostNetworkWithOnlyNetworkCapabilities(t *testin
 		ds.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "kilo" {
 		t.Errorf("labels %v, pod %v, selector %v: want app.kubernetes.io/name=kilo on all", ds.Labels, ds.Spec.Template.Labels, ds.Spec.Selector.MatchLabels)
 	}
+	if len(pod.Tolerations) != 1 || pod.Tolerations[0].Operator != corev1.TolerationOpExists || pod.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %+v: want every taint tolerated", pod.Tolerations)
+	}
 	if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
 		t.Errorf("hostNetwork %v dnsPolicy %s", pod.HostNetwork, pod.DNSPolicy)
 	}
@@ -110,7 +113,7 @@ func TestAgentTunDeviceFollowsTheWireGuardMode(t *testing.T) {
 			for _, m := range c.VolumeMounts {
 				mounts[m.MountPath] = true
 			}
-			if mounts["/dev/net/tun"] != tt.tun || !mounts["/var/lib/kilo"] || !mounts["/var/run/wireguard"] {
+			if mounts["/dev/net/tun"] != tt.tun || !mounts["/var/lib/kilo"] || !mounts["/var/run/wireguard"] || !mounts["/run/xtables.lock"] || mounts["/etc/cni/net.d"] {
 				t.Errorf("mounts %v", mounts)
 			}
 		})
@@ -137,6 +140,10 @@ func TestAgentArgsFollowValues(t *testing.T) {
 				"--iptables-forward-rules=true", "--prioritise-private-addresses=true", "--serve-graph"}},
 		{name: "cni off by default", want: []string{"--cni=false"}, absent: []string{"--cni=true"}},
 		{name: "cni on", values: values("agent.cni.enabled", true), want: []string{"--cni=true", "--cni-path=/etc/cni/net.d/10-kilo.conflist"}},
+	}
+	ds, _ := kg(t, Options{Values: values("agent.cni.enabled", true)})
+	if !slices.ContainsFunc(ds.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil && v.HostPath.Path == "/etc/cni/net.d" }) {
+		t.Error("agent.cni.enabled does not mount /etc/cni/net.d")
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

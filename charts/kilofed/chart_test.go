@@ -204,3 +204,12 @@ func sorted(s []string) []string {
 	}
 	return out
 }
+
+func TestValuesSchemaRefusesUnknownModes(t *testing.T) {
+	for _, kv := range [][2]any{{"mesh.granularity", "mesh"}, {"agent.encapsulate", "sometimes"}, {"agent.wireguard", "boringtun"},
+		{"agent.tunnel", "gre"}, {"agent.mtu", "big"}, {"mesh.port", 70000}} {
+		if _, err := Render(Options{Values: values(kv[0], kv[1])}); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("%s=%v: %v, want a schema error", kv[0], kv[1], err)
+		}
+	}
+}

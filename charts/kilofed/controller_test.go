@@ -37,6 +37,9 @@ func TestControllerRunsWithTheAgentsTopologyFlags(t *testing.T) {
 			t.Errorf("%s: controller %v, kg %v", want, slices.Contains(c.Args, want), slices.Contains(kgc.Args, want))
 		}
 	}
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || *d.Spec.Replicas != 1 {
+		t.Errorf("strategy %s replicas %d: without leader election, one controller at a time", d.Spec.Strategy.Type, *d.Spec.Replicas)
+	}
 	if c.Image != "ghcr.io/kilofed/kilofed-controller:"+appVersion(t) {
 		t.Errorf("image %s", c.Image)
 	}
@@ -167,4 +170,17 @@ func appVersion(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return c.Metadata.AppVersion
+}
+
+func TestChartNeedsKubernetesWhoseProjectedTokensCarryTheNodeName(t *testing.T) {
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ServiceAccountTokenPodNodeInfo is GA in 1.32: a pod's projected token
+	// carries authentication.kubernetes.io/node-name, which the node-scoped
+	// policy needs (without it every agent write is refused).
+	if c.Metadata.KubeVersion != ">=1.32.0-0" {
+		t.Errorf("kubeVersion %q, want >=1.32.0-0", c.Metadata.KubeVersion)
+	}
 }
