@@ -1,6 +1,8 @@
 // Command kilofed-controller runs, once per cluster, the federation
 // controller: it announces this cluster's gateways (computed with the mesh's
 // own topology) and mirrors every joined cluster's gateways as local Peers.
+// It also runs servicesync (--servicesync): Multi-Cluster Services across
+// the joined clusters.
 // Its topology flags must match the agents' (kg) flags.
 package main
 
@@ -24,12 +26,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kilofed/kilofed/federation/controller"
 	"github.com/kilofed/kilofed/federation/discover"
 	"github.com/kilofed/kilofed/federation/kube"
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/servicesync"
+	"github.com/kilofed/kilofed/servicesync/merge"
 )
 
 type options struct {
@@ -45,6 +50,8 @@ type options struct {
 	poll, resync   time.Duration
 	podCIDRs       string
 	serviceCIDRs   string
+	servicesync    bool
+	withdrawAfter  time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -63,6 +70,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.resync, "resync-period", 30*time.Second, "re-announce and re-check everything this often")
 	fs.StringVar(&o.podCIDRs, "pod-cidr", "", "comma-separated pod ranges of this cluster, where its Nodes carry no podCIDRs")
 	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service ranges (default: the ServiceCIDR objects)")
+	fs.BoolVar(&o.servicesync, "servicesync", true, "run servicesync: publish this cluster's ServiceExports and import the joined clusters' (needs the MCS CRDs)")
+	fs.DurationVar(&o.withdrawAfter, "withdraw-after", merge.WithdrawAfter, "withdraw a joined cluster's endpoints once its API does not answer and its tunnels had no handshake for this long")
 	return o, fs.Parse(args)
 }
 
@@ -118,6 +127,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
+	if o.servicesync {
+		if err := startServicesync(ctx, cfg, ctl.ID(), ranges, o, log); err != nil {
+			return err
+		}
+	}
 	return ctl.Run(ctx)
 }
 
@@ -140,6 +154,21 @@ func newController(ctx context.Context, cfg controller.Config, poll time.Duratio
 		case <-time.After(poll):
 		}
 	}
+}
+
+// startServicesync runs servicesync beside the federation controller
+// until ctx ends.
+func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discover.Options, o options, log *slog.Logger) error {
+	c, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+	if err != nil {
+		return fmt.Errorf("servicesync client: %w", err)
+	}
+	s, err := servicesync.New(servicesync.Config{Local: c, ClusterID: id, Ranges: r, Poll: o.poll, Resync: o.resync, WithdrawAfter: o.withdrawAfter, Logger: log})
+	if err != nil {
+		return err
+	}
+	go func() { _ = s.Run(ctx) }()
+	return nil
 }
 
 func (o options) meshOptions() (topology.Options, discover.Options, error) {

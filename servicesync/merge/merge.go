@@ -134,6 +134,10 @@ func Merge(in Input) Result {
 	portOwner := map[int]string{}
 	for _, e := range exports {
 		imp.Clusters = append(imp.Clusters, e.ClusterID)
+		if !slices.Equal(sortedPorts(oldest.Ports), sortedPorts(e.Ports)) {
+			conflict(oldest.ClusterID, e.ClusterID, PortConflict, fmt.Sprintf("ports: %s's export has %s, %s's (the oldest) %s; the import has the union, each port reaching only the clusters that export it",
+				e.ClusterID, portsString(e.Ports), oldest.ClusterID, portsString(oldest.Ports)))
+		}
 		for _, p := range diffs(oldest, e) {
 			conflict(oldest.ClusterID, e.ClusterID, p.reason, fmt.Sprintf("%s: %s's export has %s, %s's (the oldest, which wins) has %s", p.what, e.ClusterID, p.theirs, oldest.ClusterID, p.ours))
 		}
@@ -258,6 +262,25 @@ func show(v any) string {
 		return s
 	}
 	return "none"
+}
+
+func sortedPorts(ps []ssv1.ServicePort) []ssv1.ServicePort {
+	out := slices.Clone(ps)
+	slices.SortFunc(out, func(a, b ssv1.ServicePort) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port))
+	})
+	return slices.CompactFunc(out, func(a, b ssv1.ServicePort) bool { return reflect.DeepEqual(a, b) })
+}
+
+func portsString(ps []ssv1.ServicePort) string {
+	var out []string
+	for _, p := range sortedPorts(ps) {
+		out = append(out, fmt.Sprintf("%q %s", p.Name, portString(p)))
+	}
+	if len(out) == 0 {
+		return "no port"
+	}
+	return strings.Join(out, ", ")
 }
 
 func portString(p ssv1.ServicePort) string {

@@ -76,7 +76,7 @@ func TestMergeProperties(t *testing.T) {
 			want:    &Import{Namespace: "default", Name: "echo", Type: ssv1.ClusterSetIP, Ports: []ssv1.ServicePort{httpPort}, Clusters: []string{"dr", "prod"}, Oldest: "dr"},
 		},
 		{
-			name: "ports are the union; the protocol defaults to TCP",
+			name: "ports are the union, and ports that differ conflict; the protocol defaults to TCP",
 			exports: []ssv1.ExportedServiceSpec{
 				with(export("dr", 0), func(e *ssv1.ExportedServiceSpec) { e.Ports[0].Protocol = "" }),
 				with(export("prod", 1), func(e *ssv1.ExportedServiceSpec) {
@@ -85,6 +85,7 @@ func TestMergeProperties(t *testing.T) {
 			},
 			want: &Import{Namespace: "default", Name: "echo", Type: ssv1.ClusterSetIP, Clusters: []string{"dr", "prod"}, Oldest: "dr",
 				Ports: []ssv1.ServicePort{httpPort, {Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090}}},
+			conflicts: map[string][]string{"dr": {"PortConflict"}, "prod": {"PortConflict"}},
 		},
 		{
 			name: "a port of the same name with another number: the oldest's wins, conflict on both",

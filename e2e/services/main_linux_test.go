@@ -1,0 +1,34 @@
+//go:build linux
+
+package services
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kilofed/kilofed/e2e/lab"
+)
+
+// binDir holds kg, kilofed and kilofed-controller (KILOFED_BIN, else built
+// by TestMain).
+var binDir string
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	dir, cleanup, err := lab.Commands("kg", "kilofed", "kilofed-controller")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/services:", err)
+		if os.Getenv("CI") == "true" {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	binDir = dir
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
