@@ -20,13 +20,12 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t := &Topology{
 		opts:      opts,
 		members:   make(map[string]*member, len(nodes)),
-		segOf:     make(map[string]int, len(nodes)),
 		peerIdx:   make(map[string]int),
 		excluded:  make(map[string]string),
 		locations: make(map[string][]string),
 	}
 	holders := holdersOf(nodes, peers)
-	members := acceptNodes(nodes, holders, opts, &ps)
+	members, accepted := acceptNodes(nodes, holders, opts, &ps)
 	cs := newClaims()
 	cs.grow(4*len(nodes) + len(opts.ServiceCIDRs))
 	claimNodeRanges(members, opts, cs, &ps)
@@ -39,7 +38,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
 	t.assignLocationIPs(cs, &ps)
 	alloc.assignHashed(t.Segments, &ps)
-	t.finish()
+	t.finish(accepted)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {
 		if p.Severity == Excluded {
@@ -102,15 +101,16 @@ func (t *Topology) buildSegments(members []*member) {
 		s.Leader = slices.Index(ms, leader)
 		s.public = leader.public
 		for _, m := range ms {
-			t.segOf[m.Name] = len(t.Segments)
+			m.seg = len(t.Segments)
 		}
 		t.Segments = append(t.Segments, s)
 	}
 }
 
 // finish fills the segments' nodes and allowed IPs and the lookup tables.
-func (t *Topology) finish() {
-	nodes := make([]Node, 0, len(t.members)) // every segment's Nodes, in turn
+// A segment whose nodes are adjacent in accepted (every member's Node, by
+// name) takes its Nodes from there; the others get copies.
+func (t *Topology) finish(accepted []Node) {
 	for i := range t.Segments {
 		s := &t.Segments[i]
 		n := len(s.AllowedLocationIPs) + 1
@@ -122,15 +122,22 @@ func (t *Topology) finish() {
 		if s.WireGuardIP.IsValid() {
 			ips = append(ips, hostPrefix(s.WireGuardIP.Addr()))
 		}
-		first := len(nodes)
+		first, adjacent := s.members[0].idx, true
 		for j, m := range s.members {
-			nodes = append(nodes, m.Node)
+			adjacent = adjacent && m.idx == first+j
 			ips = append(ips, m.allowed...)
 			if j == s.Leader && m.Endpoint != nil && m.Endpoint.Addr.Addr().IsValid() {
 				t.endpoints = append(t.endpoints, m.Endpoint.Addr.Addr())
 			}
 		}
-		s.Nodes = nodes[first:len(nodes):len(nodes)]
+		if end := first + len(s.members); adjacent {
+			s.Nodes = accepted[first:end:end]
+		} else {
+			s.Nodes = make([]Node, len(s.members))
+			for j, m := range s.members {
+				s.Nodes[j] = *m.Node
+			}
+		}
 		s.AllowedIPs = sortPrefixes(ips)
 		s.AllowedLocationIPs = normPrefixes(s.AllowedLocationIPs)
 	}

@@ -15,7 +15,11 @@ const maxKeepalive = 65535 * time.Second
 
 // member is an accepted node with what New derived from it.
 type member struct {
-	Node
+	// Node is the node, normalized, in the array of every accepted node
+	// (by name) that the segments' Nodes share where they can.
+	*Node
+	// idx is the index of Node in that array.
+	idx int
 	// in4 and in6 are the internal IPs by family (either may be invalid).
 	in4, in6 netip.Prefix
 	// public reports whether other locations can reach the node without
@@ -27,6 +31,8 @@ type member struct {
 	// segment is the key of the node's segment: its group in
 	// LocationGranularity, "node:NAME" otherwise.
 	segment string
+	// seg is the index of the node's segment in Topology.Segments.
+	seg int
 	// location is the location shown to users: the location, or the node
 	// name for a node that forms a location of its own.
 	location string
@@ -55,8 +61,8 @@ func nodeKey(n string) string { return "node:" + n }
 func keyName(key string) string { return key[strings.IndexByte(key, ':')+1:] }
 
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
-// the accepted ones sorted by name.
-func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) []*member {
+// the accepted ones sorted by name, and the array of their Nodes.
+func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) ([]*member, []Node) {
 	sorted := make([]*Node, len(nodes))
 	for i := range nodes {
 		sorted[i] = &nodes[i]
@@ -64,6 +70,7 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) [
 	slices.SortStableFunc(sorted, func(a, b *Node) int { return cmp.Compare(a.Name, b.Name) })
 	// The members are allocated at once; an excluded node's slot is reused.
 	slab := make([]member, 0, len(sorted))
+	accepted := make([]Node, 0, len(sorted))
 	out := make([]*member, 0, len(sorted))
 	locationKeys := make(map[string]string) // one key string per location
 	full := opts.Granularity == FullGranularity
@@ -86,13 +93,14 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) [
 				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", joinNames(others))
 			continue
 		}
-		slab = append(slab, member{})
+		slab, accepted = append(slab, member{}), append(accepted, Node{})
 		m := &slab[len(slab)-1]
+		m.Node, m.idx = &accepted[len(accepted)-1], len(accepted)-1
 		normalizeNode(m, n)
 		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
-			slab = slab[:len(slab)-1]
+			slab, accepted = slab[:len(slab)-1], accepted[:len(accepted)-1]
 			continue
 		}
 		m.fillEndpoint(opts.Port)
@@ -126,7 +134,7 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) [
 		}
 		out = append(out, m)
 	}
-	return out
+	return out, accepted
 }
 
 // sameName returns how many of the nodes sorted by name are named like
@@ -142,10 +150,11 @@ func sameName(sorted []*Node, i int) int {
 	return hi - lo
 }
 
-// normalizeNode sets m to a copy of n with canonical prefixes and sane
-// durations.
+// normalizeNode sets m.Node to a copy of n with canonical prefixes and
+// sane durations, and the rest of m to what follows from it.
 func normalizeNode(m *member, n *Node) {
-	*m = member{Node: *n}
+	*m = member{Node: m.Node, idx: m.idx}
+	*m.Node = *n
 	m.PodCIDRs = normPrefixes(n.PodCIDRs)
 	m.AllowedLocationIPs = normPrefixes(n.AllowedLocationIPs)
 	m.ExternalIP = unmapAddr(n.ExternalIP)

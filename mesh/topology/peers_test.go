@@ -218,3 +218,41 @@ func TestRoamingPeerAndNATSegmentUseTheGateway(t *testing.T) {
 }
 
 func containsPrefix(ps []netip.Prefix, s string) bool { return slices.Contains(ps, pfx(s)) }
+
+// TestViaGatewayPeerIsReachedFromNATSegmentsThroughTheGateway checks that a
+// Peer marked ViaGateway, though it has an endpoint, is reached from a
+// segment behind NAT through the gateway segment (both ways: the NAT'd
+// leader has no entry for it and sends its ranges to the gateway), and
+// directly from public segments, whose leaders keep their own entry.
+func TestViaGatewayPeerIsReachedFromNATSegmentsThroughTheGateway(t *testing.T) {
+	dr := drPeer()
+	dr.ViaGateway = true
+	top := mustNew(t, metaCloud(), []Peer{dr}, Options{Subnet: pfx("10.5.0.0/16")})
+	c, err := top.WireGuardConfig("dc-1", wgconf.SecretKey(testKey("private")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Peers {
+		if p.Name == dr.Name {
+			t.Errorf("dc-1, behind NAT, has a direct entry for the via-gateway Peer %s", dr.Name)
+		}
+		if p.Name == "aws-euwest3" {
+			for _, a := range dr.AllowedIPs {
+				if !slices.Contains(p.AllowedIPs, a) {
+					t.Errorf("dc-1 does not send %s (%s's) to the gateway: %v", a, dr.Name, p.AllowedIPs)
+				}
+			}
+		}
+	}
+	gw, err := top.WireGuardConfig("aws-1", wgconf.SecretKey(testKey("private")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(gw.Peers, func(p wgconf.Peer) bool { return p.Name == dr.Name }) {
+		t.Errorf("the gateway aws-1 has no entry for the via-gateway Peer %s", dr.Name)
+	}
+	plain := mustNew(t, metaCloud(), []Peer{drPeer()}, Options{Subnet: pfx("10.5.0.0/16")})
+	if c, _ := plain.WireGuardConfig("dc-1", wgconf.SecretKey(testKey("private"))); !slices.ContainsFunc(c.Peers, func(p wgconf.Peer) bool { return p.Name == dr.Name }) {
+		t.Errorf("without ViaGateway, dc-1 lost its direct entry for %s", dr.Name)
+	}
+}

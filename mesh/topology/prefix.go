@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -47,8 +48,17 @@ func sortPrefixes(ps []netip.Prefix) []netip.Prefix {
 	if len(ps) == 0 {
 		return nil
 	}
-	slices.SortFunc(ps, netip.Prefix.Compare)
+	slices.SortFunc(ps, compareMasked)
 	return slices.Compact(ps)
+}
+
+// compareMasked orders masked prefixes as Prefix.Compare does, with less
+// work: by address (family first), then length.
+func compareMasked(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Bits(), b.Bits())
 }
 
 // hostPrefix returns the single-address prefix of a (/32 or /128).

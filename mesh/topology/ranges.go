@@ -95,7 +95,7 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 			if seen == nil {
 				seen = make(map[netip.Prefix]bool)
 			}
-			s := &t.Segments[t.segOf[name]]
+			s := &t.Segments[m.seg]
 			kept := m.AllowedLocationIPs[:0] // m's own copy, filtered in place
 			for _, p := range m.AllowedLocationIPs {
 				if seen[p] {

@@ -47,7 +47,7 @@ func (t *Topology) plan(node string) plan {
 	for _, a := range t.Addresses(node) {
 		p.own = append(p.own, a.Addr())
 	}
-	own := &t.Segments[t.segOf[node]]
+	own := &t.Segments[m.seg]
 	n := 1
 	for i := range t.Segments {
 		if remote(own, &t.Segments[i]) {
@@ -231,8 +231,19 @@ type routeKey struct {
 }
 
 func compareRouteKeys(a, b routeKey) int {
-	return cmp.Or(boolFirst(!a.v6, !b.v6), cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo),
-		cmp.Compare(a.bits, b.bits), cmp.Compare(a.table, b.table), cmp.Compare(a.i, b.i))
+	switch {
+	case a.v6 != b.v6:
+		return boolFirst(!a.v6, !b.v6)
+	case a.hi != b.hi:
+		return cmp.Compare(a.hi, b.hi)
+	case a.lo != b.lo:
+		return cmp.Compare(a.lo, b.lo)
+	case a.bits != b.bits:
+		return cmp.Compare(a.bits, b.bits)
+	case a.table != b.table:
+		return cmp.Compare(a.table, b.table)
+	}
+	return cmp.Compare(a.i, b.i)
 }
 
 // sortRoutes sorts routes in place by destination then table and keeps

@@ -36,7 +36,6 @@ type Topology struct {
 
 	opts      Options
 	members   map[string]*member
-	segOf     map[string]int      // node name -> index in Segments
 	peerIdx   map[string]int      // peer name -> index in Peers
 	excluded  map[string]string   // "node:NAME" / "peer:NAME" -> reason
 	locations map[string][]string // group key -> node names in election order
@@ -110,16 +109,16 @@ func (t *Topology) Node(name string) (Node, bool) {
 	if !ok {
 		return Node{}, false
 	}
-	return m.Node, true
+	return *m.Node, true
 }
 
 // Segment returns the segment of the accepted node named node.
 func (t *Topology) Segment(node string) (*Segment, bool) {
-	i, ok := t.segOf[node]
+	m, ok := t.members[node]
 	if !ok {
 		return nil, false
 	}
-	return &t.Segments[i], true
+	return &t.Segments[m.seg], true
 }
 
 // IsLeader reports whether node holds WireGuard tunnels: it leads its
@@ -137,7 +136,7 @@ func (t *Topology) IsLeader(node string) bool {
 func (t *Topology) Leader(location string) (Node, bool) {
 	for _, key := range []string{locationKey(location), nodeKey(location)} {
 		if names := t.locations[key]; len(names) > 0 {
-			return t.members[names[0]].Node, true
+			return *t.members[names[0]].Node, true
 		}
 	}
 	return Node{}, false

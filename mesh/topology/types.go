@@ -104,4 +104,10 @@ type Peer struct {
 	Endpoint *Endpoint
 	// PersistentKeepalive keeps NAT mappings open; zero disables it.
 	PersistentKeepalive time.Duration
+	// ViaGateway: segments behind NAT reach this peer through the gateway
+	// segment, as they reach a roaming one, though it has an endpoint. A
+	// peer that only knows the gateway's key (a remote cluster's gateway,
+	// to which this cluster announces its NAT'd locations as reached
+	// through its own gateway) needs it.
+	ViaGateway bool
 }

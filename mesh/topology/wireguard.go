@@ -34,7 +34,7 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	if !t.IsLeader(node) {
 		return c, nil
 	}
-	own := &t.Segments[t.segOf[m.Name]]
+	own := &t.Segments[m.seg]
 	keepalive := own.PersistentKeepalive()
 	gateway, relayed := t.relayedPeers(own)
 	// The peers in public key order, built in place: refs are sorted
@@ -212,12 +212,23 @@ func (t *Topology) gatewaySegment() int {
 }
 
 // relays reports whether segment s and peer p talk through the gateway
-// segment rather than directly: neither can start the handshake, since s
-// has no public endpoint (it is behind NAT) and p has no endpoint at all
-// (a roaming client), so the gateway's leader forwards between them.
+// segment rather than directly: s has no public endpoint (it is behind
+// NAT) and either p has no endpoint at all (a roaming client: neither can
+// start the handshake) or p asks for it (ViaGateway), so the gateway's
+// leader forwards between them.
 func (t *Topology) relays(s *Segment, p Peer) bool {
 	g := t.gatewaySegment()
-	return g >= 0 && !s.public && p.Endpoint == nil && t.Segments[g].public && remote(s, &t.Segments[g])
+	return g >= 0 && !s.public && (p.Endpoint == nil || p.ViaGateway) && t.Segments[g].public && remote(s, &t.Segments[g])
+}
+
+// RelaysViaGateway reports whether the mesh has a public gateway segment
+// through which its segments behind NAT reach ViaGateway peers.
+func (t *Topology) RelaysViaGateway() (*Segment, bool) {
+	g := t.gatewaySegment()
+	if g < 0 || !t.Segments[g].public {
+		return nil, false
+	}
+	return &t.Segments[g], true
 }
 
 // relayedPeers returns the gateway segment and the peers that segment s
