@@ -79,6 +79,7 @@ type fed struct {
 	agents     map[string]agents
 	ctls       map[string]*lab.Process
 	ips        map[string]map[string]string // cluster -> pod -> IP
+	metrics    map[string]string            // cluster -> its controller's /metrics address
 }
 
 // installCRDs applies the Peer CRD and the federation's three CRDs with
@@ -129,11 +130,11 @@ func startMesh(t testing.TB, c *lab.Cluster) agents {
 
 // startController runs kilofed-controller for c on the host (which reaches
 // every API server), with c's admin kubeconfig and the agents' subnet.
-func startController(t testing.TB, l *lab.Lab, c *lab.Cluster) *lab.Process {
+func startController(t testing.TB, l *lab.Lab, c *lab.Cluster, listen string) *lab.Process {
 	t.Helper()
 	p, err := l.Start("kilofed-controller-"+c.Name, filepath.Join(binDir, "kilofed-controller"),
 		"--kubeconfig="+c.Kubeconfig, "--subnet="+c.WireGuardSubnet.String(),
-		"--resync-period=5s", "--poll=1s", "--listen=127.0.0.1:0", "--log-level=debug")
+		"--resync-period=5s", "--poll=1s", "--listen="+listen, "--log-level=debug")
 	if err != nil {
 		t.Fatalf("start kilofed-controller for %s: %v", c.Name, err)
 	}

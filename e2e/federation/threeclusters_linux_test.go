@@ -39,7 +39,7 @@ func TestFederationOfThreeClustersIsAFullMesh(t *testing.T) {
 		installCRDs(ctx, t, c)
 		f.ips[name] = echoPods(ctx, t, c)
 		f.agents[name] = startMesh(t, c)
-		f.ctls[name] = startController(t, l, c)
+		f.ctls[name] = startController(t, l, c, "127.0.0.1:0")
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

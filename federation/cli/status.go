@@ -40,10 +40,14 @@ type ClusterStatus struct {
 // GatewayStatus is one gateway: this cluster's as announced, or a remote's
 // as mirrored in a Peer.
 type GatewayStatus struct {
-	Location        string     `json:"location"`
-	Node            string     `json:"node,omitempty"`
-	Endpoint        string     `json:"endpoint,omitempty"`
-	Key             string     `json:"key"`
+	Location string `json:"location"`
+	Node     string `json:"node,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Key      string `json:"key"`
+	// Via is the location whose gateway carries this one's traffic with
+	// other clusters (a location behind NAT); its handshakes are that
+	// gateway's.
+	Via             string     `json:"via,omitempty"`
 	LatestHandshake *time.Time `json:"latestHandshake,omitempty"`
 	RxBytes         int64      `json:"rxBytes,omitempty"`
 	TxBytes         int64      `json:"txBytes,omitempty"`
@@ -103,7 +107,7 @@ func Read(ctx context.Context, c client.Reader) (Status, error) {
 		return st, fmt.Errorf("read this cluster's Announcement: %w", err)
 	}
 	for _, g := range ann.Spec.Gateways {
-		self.Gateways = append(self.Gateways, GatewayStatus{Location: g.Location, Node: g.Node, Endpoint: g.Endpoint, Key: g.PublicKey})
+		self.Gateways = append(self.Gateways, GatewayStatus{Location: g.Location, Node: g.Node, Endpoint: g.Endpoint, Key: g.PublicKey, Via: g.Via})
 	}
 	self.Locations = len(self.Gateways)
 	st.Clusters = append(st.Clusters, self)
@@ -147,6 +151,9 @@ func Read(ctx context.Context, c client.Reader) (Status, error) {
 				g.LatestHandshake = &t
 			}
 			cs.Gateways = append(cs.Gateways, g)
+			for _, c := range mirror.Carried(p.Annotations[mirror.AnnotationCarries]) {
+				cs.Gateways = append(cs.Gateways, GatewayStatus{Location: c.Location, Node: c.Node, Via: g.Location})
+			}
 		}
 		cs.Locations = len(cs.Gateways)
 		st.Clusters = append(st.Clusters, cs)
@@ -177,11 +184,17 @@ func (st Status) WriteTable(w io.Writer, now time.Time) error {
 			if !c.Local {
 				bytes = human(g.RxBytes) + "/" + human(g.TxBytes)
 			}
-			key := g.Key
+			key, endpoint := g.Key, orDash(g.Endpoint)
 			if len(key) > 8 {
 				key = key[:8] + "…"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, g.Location, g.Node, orDash(g.Endpoint), key, hs, bytes, c.State)
+			if g.Via != "" {
+				endpoint = "via " + g.Via
+				if !c.Local {
+					key, bytes = "-", "-"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, g.Location, g.Node, endpoint, orDash(key), hs, bytes, c.State)
 		}
 	}
 	if err := tw.Flush(); err != nil {

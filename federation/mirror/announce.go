@@ -13,11 +13,20 @@ import (
 // Announce returns what this cluster publishes for its remotes: its ID and
 // ranges, and per mesh segment (a location, or a node in full granularity)
 // the leader's key and endpoint and the ranges behind it, all read from
-// topo, the mesh's own topology (the one the agents compute). The Service
-// ranges go with the first segment, so that exactly one gateway carries
-// them. A leader's endpoint is left out when it is its internal address (a
-// location behind NAT): the remote then waits for that gateway's
-// handshakes, which its keepalive sends.
+// topo, the mesh's own topology (the one the agents compute).
+//
+// Other clusters reach this one through its public gateways only, when it
+// has one: a segment behind NAT is announced with Via, the mesh's gateway
+// segment (the first with a public endpoint), whose allowed IPs carry the
+// NAT'd segment's ranges too, and the Peers mirroring remote gateways here
+// are marked ViaGateway, so that this cluster's NAT'd segments reach them
+// through that gateway too. Cryptokey routing then agrees on both sides,
+// and two locations behind NAT in two clusters reach each other (through
+// both gateways). With no public segment, a NAT'd segment is announced
+// without endpoint: the remote waits for its keepalive's handshakes.
+//
+// The Service ranges go with the gateway segment (the first segment when
+// none is public), so that exactly one gateway carries them.
 func Announce(clusterID string, topo *topology.Topology, pods, services []netip.Prefix, subnet netip.Prefix) fedv1.AnnouncementSpec {
 	a := fedv1.AnnouncementSpec{
 		ClusterID:    clusterID,
@@ -27,7 +36,9 @@ func Announce(clusterID string, topo *topology.Topology, pods, services []netip.
 	if subnet.IsValid() {
 		a.WireGuardSubnet = subnet.Masked().String()
 	}
-	first := true
+	via, relayed := topo.RelaysViaGateway()
+	carrier := -1 // index in a.Gateways of the gateway that carries the services
+	var carried []netip.Prefix
 	for _, s := range topo.Segments {
 		leader := s.LeaderNode()
 		if leader.Key.IsZero() {
@@ -39,17 +50,15 @@ func Announce(clusterID string, topo *topology.Topology, pods, services []netip.
 			PublicKey: leader.Key.String(),
 			Endpoint:  publicEndpoint(leader),
 		}
-		var allowed []netip.Prefix
-		if s.WireGuardIP.IsValid() {
-			allowed = append(allowed, netip.PrefixFrom(s.WireGuardIP.Addr(), s.WireGuardIP.Addr().BitLen()))
-		}
-		for _, n := range s.Nodes {
-			allowed = append(allowed, n.PodCIDRs...)
-		}
-		allowed = append(allowed, s.AllowedLocationIPs...)
-		if first {
-			allowed = append(allowed, services...)
-			first = false
+		allowed := segmentRanges(s)
+		switch {
+		case relayed && s.Name == via.Name:
+			carrier = len(a.Gateways)
+		case relayed && !s.HasPublicEndpoint():
+			g.Via = via.Name
+			carried = append(carried, allowed...)
+		case !relayed && carrier < 0:
+			carrier = len(a.Gateways)
 		}
 		g.AllowedIPs = prefixStrings(allowed)
 		if leader.PersistentKeepalive > 0 {
@@ -57,7 +66,34 @@ func Announce(clusterID string, topo *topology.Topology, pods, services []netip.
 		}
 		a.Gateways = append(a.Gateways, g)
 	}
+	if carrier >= 0 {
+		g := &a.Gateways[carrier]
+		g.AllowedIPs = prefixStrings(append(parsePrefixes(g.AllowedIPs), append(carried, services...)...))
+	}
 	return a
+}
+
+// segmentRanges returns the ranges behind a segment: its WireGuard IP, its
+// nodes' pod CIDRs and its allowed location IPs.
+func segmentRanges(s topology.Segment) []netip.Prefix {
+	var out []netip.Prefix
+	if s.WireGuardIP.IsValid() {
+		out = append(out, netip.PrefixFrom(s.WireGuardIP.Addr(), s.WireGuardIP.Addr().BitLen()))
+	}
+	for _, n := range s.Nodes {
+		out = append(out, n.PodCIDRs...)
+	}
+	return append(out, s.AllowedLocationIPs...)
+}
+
+func parsePrefixes(ss []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ss))
+	for _, s := range ss {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // publicEndpoint returns where remotes reach n's WireGuard port, or "" when

@@ -3,12 +3,14 @@ package mirror
 import (
 	franges "github.com/kilofed/kilofed/federation/ranges"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
+	mk8s "github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
@@ -25,7 +27,8 @@ func mustKey(t *testing.T, s string) wgconf.Key {
 // TestAnnounceOneGatewayPerLocationFromTheMeshTopology computes the mesh's
 // own topology for two locations, one public and one behind NAT, and checks
 // what the cluster announces: the elected leader of each, its pods and
-// WireGuard IP, the Service range once, no endpoint behind NAT.
+// WireGuard IP, the Service range once, no endpoint behind NAT, and the
+// NAT'd location reached via the public one, which carries its ranges.
 func TestAnnounceOneGatewayPerLocationFromTheMeshTopology(t *testing.T) {
 	pub := func(s string) *topology.Endpoint {
 		ap := netip.MustParseAddrPort(s)
@@ -53,8 +56,9 @@ func TestAnnounceOneGatewayPerLocationFromTheMeshTopology(t *testing.T) {
 		ClusterID: "prod", PodCIDRs: []string{"10.10.0.0/16"}, ServiceCIDRs: []string{"10.20.0.0/16"}, WireGuardSubnet: "10.4.0.0/16",
 		Gateways: []fedv1.Gateway{
 			{Location: "aws", Node: s0.LeaderNode().Name, PublicKey: s0.LeaderNode().Key.String(), Endpoint: publicEndpoint(s0.LeaderNode()),
-				AllowedIPs: []string{"10.10.0.0/24", "10.10.1.0/24", "10.20.0.0/16", netip.PrefixFrom(s0.WireGuardIP.Addr(), 32).String()}},
-			{Location: "lyon-dc", Node: "dc-1", PublicKey: keyB, PersistentKeepalive: 10,
+				AllowedIPs: []string{"10.10.0.0/24", "10.10.1.0/24", "10.10.4.0/24", "10.20.0.0/16",
+					netip.PrefixFrom(s0.WireGuardIP.Addr(), 32).String(), netip.PrefixFrom(s1.WireGuardIP.Addr(), 32).String()}},
+			{Location: "lyon-dc", Node: "dc-1", PublicKey: keyB, PersistentKeepalive: 10, Via: "aws",
 				AllowedIPs: []string{"10.10.4.0/24", netip.PrefixFrom(s1.WireGuardIP.Addr(), 32).String()}},
 		},
 	}
@@ -65,10 +69,51 @@ func TestAnnounceOneGatewayPerLocationFromTheMeshTopology(t *testing.T) {
 		t.Errorf("public leader announced endpoint %q, want its external address", got.Gateways[0].Endpoint)
 	}
 
-	// What one cluster announces is what the other mirrors, unchanged.
+	// What one cluster announces is what the other mirrors: one Peer, the
+	// public gateway, which the other's NAT'd locations reach through
+	// their own gateway.
 	other := Peers(got, drRanges, nil, 0)
-	if len(other.Peers) != 2 || len(other.Problems) != 0 {
-		t.Errorf("the announcement does not mirror cleanly: %d peers, problems %v", len(other.Peers), other.Problems)
+	if len(other.Peers) != 1 || len(other.Problems) != 0 {
+		t.Fatalf("the announcement does not mirror cleanly: %d peers, problems %v", len(other.Peers), other.Problems)
+	}
+	if p := other.Peers[0]; p.Name != "prod-aws" || p.Annotations[mk8s.PeerViaGatewayAnnotation] != "true" || len(p.Spec.AllowedIPs) != 6 ||
+		p.Annotations[AnnotationCarries] != "lyon-dc=dc-1" {
+		t.Errorf("mirrored Peer %s, annotations %v, allowed IPs %v: want prod-aws, via the gateway, with lyon-dc's ranges", p.Name, p.Annotations, p.Spec.AllowedIPs)
+	}
+}
+
+// TestAnnounceWithoutPublicLocationLeavesNATdLocationsDirect: with no
+// location that has a public endpoint there is no gateway to go through;
+// each location is announced on its own, the first carries the Services.
+func TestAnnounceWithoutPublicLocationLeavesNATdLocationsDirect(t *testing.T) {
+	nat := func(name, loc, key, ip, pods string) topology.Node {
+		ap := netip.MustParseAddrPort(ip + ":51820")
+		return topology.Node{Name: name, Location: loc, Key: mustKey(t, key), Ready: true,
+			InternalIP: netip.PrefixFrom(ap.Addr(), 24), Endpoint: &topology.Endpoint{Addr: ap, Port: 51820},
+			PodCIDRs: []netip.Prefix{netip.MustParsePrefix(pods)}}
+	}
+	subnet := netip.MustParsePrefix("10.4.0.0/16")
+	topo, err := topology.New([]topology.Node{
+		nat("a-1", "a", keyA, "172.16.1.10", "10.10.0.0/24"),
+		nat("b-1", "b", keyB, "172.16.2.10", "10.10.1.0/24"),
+	}, nil, topology.Options{Subnet: subnet, Port: 51820, Granularity: topology.LocationGranularity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Announce("prod", topo, nil, []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16")}, subnet)
+	if len(got.Gateways) != 2 {
+		t.Fatalf("%d gateways, want 2", len(got.Gateways))
+	}
+	for i, g := range got.Gateways {
+		if g.Via != "" || g.Endpoint != "" {
+			t.Errorf("gateway %s: via %q endpoint %q, want neither (no public location)", g.Location, g.Via, g.Endpoint)
+		}
+		if hasServices := slices.Contains(g.AllowedIPs, "10.20.0.0/16"); hasServices != (i == 0) {
+			t.Errorf("gateway %s carries the Services: %v, want only the first", g.Location, hasServices)
+		}
+	}
+	if res := Peers(got, drRanges, nil, 0); len(res.Peers) != 2 {
+		t.Errorf("%d Peers mirrored, want 2 (one per location)", len(res.Peers))
 	}
 }
 

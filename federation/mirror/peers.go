@@ -14,6 +14,7 @@ import (
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
 	"github.com/kilofed/kilofed/federation/ranges"
 	kilov1 "github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
+	mk8s "github.com/kilofed/kilofed/mesh/k8s"
 )
 
 // Labels of the Peers the controller writes. A Peer without LabelRemote is
@@ -30,6 +31,10 @@ const (
 	// AnnotationNode holds the name of the remote node that leads the
 	// mirrored location, for kilofed status.
 	AnnotationNode = "federation.kilofed.io/node"
+	// AnnotationCarries lists the remote locations the mirrored gateway
+	// carries (those announced with Via), as "location=node,...", for
+	// kilofed status.
+	AnnotationCarries = "federation.kilofed.io/carries"
 )
 
 // DefaultKeepalive is the persistent keepalive, in seconds, of the tunnels to
@@ -62,9 +67,23 @@ func Peers(remote fedv1.AnnouncementSpec, local ranges.Cluster, others []ranges.
 	res.Problems = append(res.Problems, bad...)
 	res.Accepted, res.Conflicts = ranges.Accept(rc, local, others)
 	for _, g := range remote.Gateways {
+		if g.Via != "" {
+			// Reached through the gateway g.Via, whose Peer carries its
+			// ranges (see Announce).
+			continue
+		}
 		p, problems := peerOf(remote.ClusterID, g, res.Accepted, keepalive)
 		res.Problems = append(res.Problems, problems...)
 		if p != nil {
+			var carried []string
+			for _, o := range remote.Gateways {
+				if o.Via == g.Location {
+					carried = append(carried, o.Location+"="+o.Node)
+				}
+			}
+			if len(carried) > 0 {
+				p.Annotations[AnnotationCarries] = strings.Join(carried, ",")
+			}
 			res.Peers = append(res.Peers, *p)
 		}
 	}
@@ -133,7 +152,9 @@ func peerOf(cluster string, g fedv1.Gateway, accepted []ranges.Range, keepalive 
 				LabelLocation:  labelValue(g.Location),
 				LabelManagedBy: ManagedBy,
 			},
-			Annotations: map[string]string{AnnotationNode: g.Node},
+			// This cluster's NAT'd locations reach the remote through this
+			// cluster's gateway, as the remote reaches them (see Announce).
+			Annotations: map[string]string{AnnotationNode: g.Node, mk8s.PeerViaGatewayAnnotation: "true"},
 		},
 		Spec: kilov1.PeerSpec{
 			AllowedIPs:          allowed,
@@ -152,6 +173,20 @@ func peerOf(cluster string, g fedv1.Gateway, accepted []ranges.Range, keepalive 
 		}
 	}
 	return p, problems
+}
+
+// CarriedLocation is a remote location reached through another's gateway.
+type CarriedLocation struct{ Location, Node string }
+
+// Carried parses an AnnotationCarries value.
+func Carried(v string) []CarriedLocation {
+	var out []CarriedLocation
+	for _, item := range strings.Split(v, ",") {
+		if loc, node, ok := strings.Cut(item, "="); ok && loc != "" {
+			out = append(out, CarriedLocation{Location: loc, Node: node})
+		}
+	}
+	return out
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9-]+`)

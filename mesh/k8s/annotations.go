@@ -56,6 +56,12 @@ const (
 	// agent honoured, published with the new key in the same write.
 	KeyRotatedAnnotation = "kilo.squat.ai/key-rotated"
 
+	// PeerViaGatewayAnnotation on a Peer, "true": the mesh's locations
+	// behind NAT reach it through the gateway location (the first with a
+	// public endpoint), as they reach a Peer without endpoint. The
+	// federation sets it on the Peers that mirror remote gateways.
+	PeerViaGatewayAnnotation = "kilofed.io/via-gateway"
+
 	// Kilo's kilo.squat.ai/last-seen heartbeat annotation and its
 	// kilo.squat.ai/discovered-endpoints annotation are neither read nor
 	// written: Leases replace the first (no Node write every 30 s), and each

@@ -39,6 +39,13 @@ func PeerFromObject(p *v1alpha1.Peer) (topology.Peer, error) {
 func parsePeer(p *v1alpha1.Peer) (topology.Peer, error) {
 	s := p.Spec
 	out := topology.Peer{Name: p.Name, Created: p.CreationTimestamp.Time}
+	switch v := p.Annotations[PeerViaGatewayAnnotation]; v {
+	case "", "false":
+	case "true":
+		out.ViaGateway = true
+	default:
+		return topology.Peer{}, fmt.Errorf("annotation %s: %q is neither true nor false", PeerViaGatewayAnnotation, v)
+	}
 	var err error
 	if out.PublicKey, err = parseKey(s.PublicKey); err != nil {
 		return topology.Peer{}, fmt.Errorf("publicKey: %w", err)

@@ -140,3 +140,17 @@ func TestPeerFromObject(t *testing.T) {
 		})
 	}
 }
+
+func TestPeerViaGatewayAnnotation(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "false": false, "true": true} {
+		p := peerFromJSON(t, `{"metadata":{"name":"p","annotations":{"`+PeerViaGatewayAnnotation+`":"`+v+`"}},"spec":{"allowedIPs":["10.11.0.0/16"],"publicKey":"`+keyA+`","endpoint":"198.51.100.7:51820"}}`)
+		got, err := PeerFromObject(p)
+		if err != nil || got.ViaGateway != want {
+			t.Errorf("annotation %q: ViaGateway %v, err %v; want %v", v, got.ViaGateway, err, want)
+		}
+	}
+	p := peerFromJSON(t, `{"metadata":{"name":"p","annotations":{"`+PeerViaGatewayAnnotation+`":"yes"}},"spec":{"allowedIPs":["10.11.0.0/16"],"publicKey":"`+keyA+`"}}`)
+	if _, err := PeerFromObject(p); !errors.Is(err, ErrInvalidPeer) || !strings.Contains(err.Error(), PeerViaGatewayAnnotation) {
+		t.Errorf("annotation \"yes\": err %v, want an invalid peer naming the annotation", err)
+	}
+}

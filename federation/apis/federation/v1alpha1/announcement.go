@@ -44,9 +44,16 @@ type Gateway struct {
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
 	// allowedIPs are the ranges reached through this gateway: the
-	// location's pod CIDRs, node IPs and WireGuard IP, and the cluster's
-	// Service CIDRs on the first location.
+	// location's pod CIDRs, node IPs and WireGuard IP, those of the
+	// locations it carries (see via), and the cluster's Service CIDRs on
+	// the gateway location (the first location when none is public).
 	AllowedIPs []string `json:"allowedIPs"`
+	// via is set on a location behind NAT when the cluster has a location
+	// with a public endpoint (its gateway): the NAT'd location's traffic to
+	// and from other clusters goes through that location, whose allowedIPs
+	// include this location's. Remotes make no Peer for such a gateway.
+	// +optional
+	Via string `json:"via,omitempty"`
 	// persistentKeepalive, in seconds, that the remote should use toward
 	// this gateway (a gateway behind NAT needs its remotes' keepalives too).
 	// +optional
