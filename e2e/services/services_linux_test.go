@@ -85,6 +85,9 @@ func TestServicesOfTwoClusters(t *testing.T) {
 		{"EndpointsFollowPodsCreatedAndDeleted", testFollow, false},
 		{"ExportWithoutServiceIsInvalid", testNoService, false},
 		{"UnexportRemovesTheImportEverywhere", testUnexport, false},
+		{"HeadlessExportImportsPodIPsAndNames", testHeadless, false},
+		{"PortConflictOldestWinsConflictOnBothNoFlap", testConflict, false},
+		{"SeedSelectorlessServiceToARemotePodStillWorks", testManual, false},
 	}
 	for _, st := range steps {
 		mark := time.Now()
