@@ -2,27 +2,32 @@ package topology
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 )
 
-// claims holds every claimed range in a binary trie, one root per address
-// family: the trie node at depth d on the path of p's bits stands for p's
-// d-bit supernet. Prefixes either nest or are disjoint, so the claims
-// overlapping p are those on its path (they contain p) and those in the
-// subtree below it (they lie inside p). Adding and finding cost a walk of
-// p's bits, whatever the number of claims.
+// claims holds every claimed range in a path-compressed binary trie
+// (a PATRICIA trie), one per address family. Each trie node stands for a
+// prefix: a claimed one, or one where claimed prefixes branch apart.
+// Prefixes either nest or are disjoint, so the claims overlapping p are
+// those on p's path from the root (they contain p) and those in the subtree
+// below it (they lie inside p). Adding and finding walk that path, which
+// has at most one node per branching point.
 type claims struct {
 	all []claim
 	// next links the claims of one prefix, oldest first: the index in all
 	// of the next newer claim of the same prefix, or -1.
 	next  []int32
-	nodes []trieNode // nodes[0] is the IPv4 root, nodes[1] the IPv6 root
+	nodes []trieNode // nodes[0] is the IPv4 root (0.0.0.0/0), nodes[1] the IPv6 root (::/0)
 }
 
 // trieNode is one prefix of the trie.
 type trieNode struct {
-	// child are the indexes in nodes of the two halves of this prefix
-	// (next bit 0, next bit 1); 0 means none, as a root is nobody's child.
+	hi, lo uint64 // the prefix's address bits (see addrBits), masked
+	bits   int    // the prefix length
+	// child are the indexes in nodes of the subtrees whose prefixes go on
+	// with bit 0 and bit 1 after this one; 0 means none, as a root is
+	// nobody's child.
 	child [2]int32
 	// first and last are the oldest and newest claim of this very prefix
 	// (indexes in all), -1 when it has none.
@@ -37,8 +42,8 @@ func newClaims() *claims {
 func (cs *claims) grow(n int) {
 	cs.all = append(make([]claim, 0, len(cs.all)+n), cs.all...)
 	cs.next = append(make([]int32, 0, len(cs.next)+n), cs.next...)
-	// A claim adds a few nodes of its own below the prefixes it shares.
-	cs.nodes = append(make([]trieNode, 0, len(cs.nodes)+4*n), cs.nodes...)
+	// At most one branching node per claim besides its own.
+	cs.nodes = append(make([]trieNode, 0, len(cs.nodes)+2*n), cs.nodes...)
 }
 
 // addrBits returns the bits of a, most significant first: an IPv4 address
@@ -60,12 +65,40 @@ func bitAt(hi, lo uint64, d int) int {
 	return int(lo >> (127 - d) & 1)
 }
 
+// maskBits keeps the first k bits of the address (hi, lo).
+func maskBits(hi, lo uint64, k int) (uint64, uint64) {
+	if k < 64 {
+		return hi &^ (^uint64(0) >> k), 0
+	}
+	return hi, lo &^ (^uint64(0) >> (k - 64))
+}
+
+// commonBits returns how many leading bits two addresses share (128 when
+// they are equal).
+func commonBits(ahi, alo, bhi, blo uint64) int {
+	if x := ahi ^ bhi; x != 0 {
+		return bits.LeadingZeros64(x)
+	}
+	return 64 + bits.LeadingZeros64(alo^blo)
+}
+
+// within reports whether the prefix (hi, lo)/n lies inside (or is) node t's
+// prefix.
+func (t *trieNode) within(hi, lo uint64, n int) bool {
+	return t.bits <= n && commonBits(hi, lo, t.hi, t.lo) >= t.bits
+}
+
 // root returns the trie root of p's address family.
 func root(p netip.Prefix) int32 {
 	if p.Addr().Is4() {
 		return 0
 	}
 	return 1
+}
+
+func (cs *claims) newNode(hi, lo uint64, n int) int32 {
+	cs.nodes = append(cs.nodes, trieNode{hi: hi, lo: lo, bits: n, first: -1, last: -1})
+	return int32(len(cs.nodes) - 1)
 }
 
 // add records c even if it overlaps existing claims. An invalid prefix is
@@ -76,16 +109,35 @@ func (cs *claims) add(c claim) {
 	}
 	c.prefix = c.prefix.Masked()
 	hi, lo := addrBits(c.prefix.Addr())
-	n := root(c.prefix)
-	for d := range c.prefix.Bits() {
-		b := bitAt(hi, lo, d)
-		next := cs.nodes[n].child[b]
-		if next == 0 {
-			next = int32(len(cs.nodes))
-			cs.nodes = append(cs.nodes, trieNode{first: -1, last: -1})
-			cs.nodes[n].child[b] = next
+	n, size := root(c.prefix), c.prefix.Bits()
+	for cs.nodes[n].bits != size { // n's prefix contains c's
+		b := bitAt(hi, lo, cs.nodes[n].bits)
+		child := cs.nodes[n].child[b]
+		if child == 0 {
+			leaf := cs.newNode(hi, lo, size)
+			cs.nodes[n].child[b] = leaf
+			n = leaf
+			break
 		}
-		n = next
+		ch := cs.nodes[child]
+		if ch.within(hi, lo, size) {
+			n = child
+			continue
+		}
+		// c and the child's prefix part after k bits (or c contains the
+		// child): a node for those k bits goes between n and the child.
+		k := min(commonBits(hi, lo, ch.hi, ch.lo), size)
+		mhi, mlo := maskBits(hi, lo, k)
+		mid := cs.newNode(mhi, mlo, k)
+		cs.nodes[mid].child[bitAt(ch.hi, ch.lo, k)] = child
+		cs.nodes[n].child[b] = mid
+		n = mid
+		if k < size {
+			leaf := cs.newNode(hi, lo, size)
+			cs.nodes[mid].child[bitAt(hi, lo, k)] = leaf
+			n = leaf
+		}
+		break
 	}
 	i := int32(len(cs.all))
 	cs.all = append(cs.all, c)
@@ -107,19 +159,31 @@ func (cs *claims) find(p netip.Prefix, ignore func(claim) bool) (claim, bool) {
 	}
 	p = p.Masked()
 	hi, lo := addrBits(p.Addr())
-	n := root(p)
-	for d := 0; ; d++ {
+	n, size := root(p), p.Bits()
+	for { // n's prefix contains p's
 		if c, ok := cs.firstAt(n, ignore); ok {
 			return c, true
 		}
-		if d == p.Bits() {
-			break
+		node := &cs.nodes[n]
+		if node.bits == size {
+			return cs.firstBelow(n, ignore)
 		}
-		if n = cs.nodes[n].child[bitAt(hi, lo, d)]; n == 0 {
-			return claim{}, false // nothing is claimed inside p
+		child := node.child[bitAt(hi, lo, node.bits)]
+		if child == 0 {
+			return claim{}, false
+		}
+		switch ch := &cs.nodes[child]; {
+		case ch.within(hi, lo, size):
+			n = child
+		case ch.bits > size && commonBits(hi, lo, ch.hi, ch.lo) >= size: // inside p
+			if c, ok := cs.firstAt(child, ignore); ok {
+				return c, true
+			}
+			return cs.firstBelow(child, ignore)
+		default:
+			return claim{}, false
 		}
 	}
-	return cs.firstBelow(n, ignore)
 }
 
 // firstAt returns the oldest claim of node n's prefix not ignored.
