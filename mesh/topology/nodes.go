@@ -71,6 +71,11 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 	// The members are allocated at once; an excluded node's slot is reused.
 	slab := make([]member, 0, len(sorted))
 	accepted := make([]Node, 0, len(sorted))
+	n := 0
+	for _, nd := range sorted {
+		n += 2*len(nd.PodCIDRs) + len(nd.AllowedLocationIPs) + 2
+	}
+	arena := newPrefixArena(n) // each member's pod CIDRs, allowed location IPs and allowed
 	out := make([]*member, 0, len(sorted))
 	locationKeys := make(map[string]string) // one key string per location
 	full := opts.Granularity == FullGranularity
@@ -96,7 +101,7 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 		slab, accepted = append(slab, member{}), append(accepted, Node{})
 		m := &slab[len(slab)-1]
 		m.Node, m.idx = &accepted[len(accepted)-1], len(accepted)-1
-		normalizeNode(m, n)
+		normalizeNode(m, n, arena)
 		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
@@ -151,12 +156,14 @@ func sameName(sorted []*Node, i int) int {
 }
 
 // normalizeNode sets m.Node to a copy of n with canonical prefixes and
-// sane durations, and the rest of m to what follows from it.
-func normalizeNode(m *member, n *Node) {
+// sane durations, and the rest of m to what follows from it; its slices
+// come from arena.
+func normalizeNode(m *member, n *Node, arena *prefixArena) {
 	*m = member{Node: m.Node, idx: m.idx}
 	*m.Node = *n
-	m.PodCIDRs = normPrefixes(n.PodCIDRs)
-	m.AllowedLocationIPs = normPrefixes(n.AllowedLocationIPs)
+	m.PodCIDRs = normPrefixesTo(arena.take(len(n.PodCIDRs)), n.PodCIDRs)
+	m.AllowedLocationIPs = normPrefixesTo(arena.take(len(n.AllowedLocationIPs)), n.AllowedLocationIPs)
+	m.allowed = arena.take(len(n.PodCIDRs) + 2)
 	m.ExternalIP = unmapAddr(n.ExternalIP)
 	m.WireGuardIP = unmapPrefix(n.WireGuardIP)
 	m.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)

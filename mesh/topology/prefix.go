@@ -31,7 +31,11 @@ func normPrefixes(ps []netip.Prefix) []netip.Prefix {
 	if len(ps) == 0 {
 		return nil
 	}
-	out := make([]netip.Prefix, 0, len(ps))
+	return normPrefixesTo(make([]netip.Prefix, 0, len(ps)), ps)
+}
+
+// normPrefixesTo is normPrefixes appending to out, which has room for ps.
+func normPrefixesTo(out, ps []netip.Prefix) []netip.Prefix {
 	for _, p := range ps {
 		p = unmapPrefix(p)
 		if !p.IsValid() {
@@ -59,6 +63,35 @@ func compareMasked(a, b netip.Prefix) int {
 		return c
 	}
 	return cmp.Compare(a.Bits(), b.Bits())
+}
+
+// prefixArena hands out prefix slices cut from shared arrays, each capped,
+// so that appending to one never overwrites another.
+type prefixArena struct {
+	buf []netip.Prefix
+}
+
+// newPrefixArena returns an arena with room for n prefixes.
+func newPrefixArena(n int) *prefixArena {
+	return &prefixArena{buf: make([]netip.Prefix, 0, n)}
+}
+
+// take returns an empty slice with room for k prefixes.
+func (a *prefixArena) take(k int) []netip.Prefix {
+	if cap(a.buf)-len(a.buf) < k {
+		a.buf = make([]netip.Prefix, 0, max(k, cap(a.buf)))
+	}
+	n := len(a.buf)
+	a.buf = a.buf[:n+k]
+	return a.buf[n : n : n+k]
+}
+
+// clone returns a copy of ps, nil when ps is empty.
+func (a *prefixArena) clone(ps []netip.Prefix) []netip.Prefix {
+	if len(ps) == 0 {
+		return nil
+	}
+	return append(a.take(len(ps)), ps...)
 }
 
 // hostPrefix returns the single-address prefix of a (/32 or /128).

@@ -16,7 +16,6 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			ps.add(KindNode, m.Name, Warning, CodeNoPodCIDR,
 				"the node has no pod CIDR, so nothing is routed to its pods; set spec.podCIDRs on the Node (kube-controller-manager --allocate-node-cidrs does it)")
 		}
-		m.allowed = make([]netip.Prefix, 0, len(m.PodCIDRs)+2)
 		pods := m.PodCIDRs[:0] // m's own copy, filtered in place
 		for _, p := range m.PodCIDRs {
 			c, ok := cs.find(p, func(c claim) bool {

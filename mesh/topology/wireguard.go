@@ -46,19 +46,20 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		peer int
 	}
 	refs := make([]ref, 0, len(t.Segments)+len(t.Peers))
-	var arena prefixArena
+	n := 0
 	for i := range t.Segments {
 		if s := &t.Segments[i]; remote(own, s) {
 			refs = append(refs, ref{key: s.Key(), seg: i})
-			arena.reserve(len(s.AllowedIPs))
+			n += len(s.AllowedIPs)
 		}
 	}
 	for i, p := range t.Peers {
 		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
 			refs = append(refs, ref{key: p.PublicKey, seg: -1, peer: i})
-			arena.reserve(len(p.AllowedIPs))
+			n += len(p.AllowedIPs)
 		}
 	}
+	arena := newPrefixArena(n)
 	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(a.key[:], b.key[:]) })
 	if len(refs) > 0 {
 		c.Peers = make([]wgconf.Peer, 0, len(refs))
@@ -80,29 +81,6 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		c.Peers = append(c.Peers, pc)
 	}
 	return c, nil
-}
-
-// prefixArena copies prefix slices into one shared array. Every copy is
-// capped, so appending to one never overwrites another.
-type prefixArena struct {
-	need int
-	buf  []netip.Prefix
-}
-
-// reserve counts n more prefixes to be cloned.
-func (a *prefixArena) reserve(n int) { a.need += n }
-
-// clone returns a copy of ps, nil when ps is empty.
-func (a *prefixArena) clone(ps []netip.Prefix) []netip.Prefix {
-	if len(ps) == 0 {
-		return nil
-	}
-	if a.buf == nil {
-		a.buf = make([]netip.Prefix, 0, max(a.need, len(ps)))
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, ps...)
-	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // NodeConf returns node's WireGuard interface as `kilofed showconf node`
