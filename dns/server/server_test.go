@@ -207,3 +207,45 @@ func TestMalformedPacketsNeverStopTheServer(t *testing.T) {
 		}
 	}
 }
+
+func TestUDPQueriesAreCutAt4096Bytes(t *testing.T) {
+	addr := startServer(t, Config{Zone: testZone()})
+	m := query("web.prod.svc.clusterset.local.", dns.TypeA)
+	m.SetEdns0(1232, false)
+	m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: 65001, Data: make([]byte, 4500)}}
+	raw, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for network, want := range map[string]int{"udp": dns.RcodeFormatError, "tcp": dns.RcodeSuccess} {
+		conn, err := net.Dial(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		dc := &dns.Conn{Conn: conn, UDPSize: 65000}
+		if _, err := dc.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		in, err := dc.ReadMsg()
+		if err != nil {
+			t.Fatalf("%s: %v", network, err)
+		}
+		if in.Rcode != want {
+			t.Errorf("%s query of %d bytes: %s, want %s", network, len(raw), dns.RcodeToString[in.Rcode], dns.RcodeToString[want])
+		}
+	}
+}
+
+func TestEDNS0DOBitIsEchoed(t *testing.T) {
+	addr := startServer(t, Config{Zone: testZone()})
+	for _, do := range []bool{false, true} {
+		m := query("web.prod.svc.clusterset.local.", dns.TypeA)
+		m.SetEdns0(1232, do)
+		in := exchange(t, "udp", addr, m)
+		if o := in.IsEdns0(); o == nil || o.Do() != do || o.UDPSize() != DefaultUDPSize {
+			t.Errorf("query DO=%v: answer OPT %v, want DO=%v and buffer %d", do, o, do, DefaultUDPSize)
+		}
+	}
+}
