@@ -27,7 +27,9 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
 	cs := newClaims()
-	cs.grow(4*len(nodes) + len(opts.ServiceCIDRs))
+	// Room for the usual claims: a pod CIDR, an internal IP and a
+	// WireGuard or public address per node, the services and the peers'.
+	cs.grow(3*len(members) + len(opts.ServiceCIDRs) + 2*len(peers))
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
 		cs.add(claim{prefix: s, kind: claimService})
@@ -111,13 +113,21 @@ func (t *Topology) buildSegments(members []*member) {
 // A segment whose nodes are adjacent in accepted (every member's Node, by
 // name) takes its Nodes from there; the others get copies.
 func (t *Topology) finish(accepted []Node) {
-	for i := range t.Segments {
-		s := &t.Segments[i]
+	size := func(s *Segment) int {
 		n := len(s.AllowedLocationIPs) + 1
 		for _, m := range s.members {
 			n += len(m.allowed)
 		}
-		ips := make([]netip.Prefix, 0, n)
+		return n
+	}
+	total := 0
+	for i := range t.Segments {
+		total += size(&t.Segments[i])
+	}
+	arena := newPrefixArena(total)
+	for i := range t.Segments {
+		s := &t.Segments[i]
+		ips := arena.take(size(s))
 		ips = append(ips, s.AllowedLocationIPs...)
 		if s.WireGuardIP.IsValid() {
 			ips = append(ips, hostPrefix(s.WireGuardIP.Addr()))
@@ -139,7 +149,7 @@ func (t *Topology) finish(accepted []Node) {
 			}
 		}
 		s.AllowedIPs = sortPrefixes(ips)
-		s.AllowedLocationIPs = normPrefixes(s.AllowedLocationIPs)
+		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own
 	}
 	for i, p := range t.Peers {
 		t.peerIdx[p.Name] = i
