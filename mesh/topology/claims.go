@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
+	"slices"
 )
 
 // claims holds every claimed range in a path-compressed binary trie
@@ -40,10 +41,9 @@ func newClaims() *claims {
 
 // grow makes room for n more claims without reallocating.
 func (cs *claims) grow(n int) {
-	cs.all = append(make([]claim, 0, len(cs.all)+n), cs.all...)
-	cs.next = append(make([]int32, 0, len(cs.next)+n), cs.next...)
-	// At most one branching node per claim besides its own.
-	cs.nodes = append(make([]trieNode, 0, len(cs.nodes)+2*n), cs.nodes...)
+	cs.all = slices.Grow(cs.all, n)
+	cs.next = slices.Grow(cs.next, n)
+	cs.nodes = slices.Grow(cs.nodes, 2*n) // at most a branching node besides its own
 }
 
 // addrBits returns the bits of a, most significant first: an IPv4 address

@@ -27,14 +27,20 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
 	cs := newClaims()
-	// Room for the usual claims: a pod CIDR, an internal IP and a
-	// WireGuard or public address per node, the services and the peers'.
-	cs.grow(3*len(members) + len(opts.ServiceCIDRs) + 2*len(peers))
+	cs.grow(nodeClaims(members) + len(opts.ServiceCIDRs))
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
 		cs.add(claim{prefix: s, kind: claimService})
 	}
 	t.buildSegments(members)
+	later := len(t.Segments) // WireGuard IPs, peers' ranges, allowed location IPs
+	for _, p := range peers {
+		later += len(p.AllowedIPs)
+	}
+	for _, m := range members {
+		later += len(m.AllowedLocationIPs)
+	}
+	cs.grow(later)
 	alloc := newAllocator(opts.Subnet, cs)
 	alloc.assignAnnounced(t.Segments)
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)

@@ -5,6 +5,24 @@ import (
 	"slices"
 )
 
+// nodeClaims returns how many claims claimNodeRanges makes at most.
+func nodeClaims(members []*member) int {
+	n := 0
+	for _, m := range members {
+		n += len(m.PodCIDRs) + 4 // internal IPs, external IP, endpoint
+		if !m.in4.IsValid() {
+			n--
+		}
+		if !m.in6.IsValid() {
+			n--
+		}
+		if !m.ExternalIP.IsValid() {
+			n--
+		}
+	}
+	return n
+}
+
 // claimNodeRanges claims the pod CIDRs, internal IPs and public endpoints
 // of members in name order. A pod CIDR that overlaps one claimed before, or
 // an internal IP that another node already uses, is dropped with a Warning:
