@@ -52,6 +52,8 @@ type options struct {
 	serviceCIDRs   string
 	servicesync    bool
 	withdrawAfter  time.Duration
+	dnsListen      string
+	dnsUpstreams   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -72,6 +74,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service ranges (default: the ServiceCIDR objects)")
 	fs.BoolVar(&o.servicesync, "servicesync", true, "run servicesync: publish this cluster's ServiceExports and import the joined clusters' (needs the MCS CRDs)")
 	fs.DurationVar(&o.withdrawAfter, "withdraw-after", merge.WithdrawAfter, "withdraw a joined cluster's endpoints once its API does not answer and its tunnels had no handshake for this long")
+	dnsFlags(fs, &o)
 	return o, fs.Parse(args)
 }
 
@@ -116,6 +119,11 @@ func run(ctx context.Context, o options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.dnsListen != "" {
+		if err := o.startDNS(ctx, cfg, reg, log); err != nil {
+			return err
+		}
+	}
 	ctl, err := newController(ctx, controller.Config{
 		Local: local, Mesh: mesh, Topology: topo, Ranges: ranges,
 		Poll: o.poll, Resync: o.resync, Metrics: controller.NewMetrics(reg), Logger: log,

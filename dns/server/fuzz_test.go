@@ -149,4 +149,3 @@ func seedQueries() []*dns.Msg {
 	}
 	return out
 }
-
