@@ -98,13 +98,15 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 				"the node's WireGuard public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own: delete the private key file (kg's --key-file) of the node that copied it and restart its kg", joinNames(others))
 			continue
 		}
-		slab, accepted = append(slab, member{}), append(accepted, Node{})
+		// Fresh slots are zero (make); a slot given back is cleared first.
+		slab, accepted = slab[:len(slab)+1], accepted[:len(accepted)+1]
 		m := &slab[len(slab)-1]
 		m.Node, m.idx = &accepted[len(accepted)-1], len(accepted)-1
 		normalizeNode(m, n, arena)
 		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
+			*m.Node, *m = Node{}, member{}
 			slab, accepted = slab[:len(slab)-1], accepted[:len(accepted)-1]
 			continue
 		}
@@ -156,10 +158,9 @@ func sameName(sorted []*Node, i int) int {
 }
 
 // normalizeNode sets m.Node to a copy of n with canonical prefixes and
-// sane durations, and the rest of m to what follows from it; its slices
-// come from arena.
+// sane durations, and the rest of m, zero but for Node and idx, to what
+// follows from it; its slices come from arena.
 func normalizeNode(m *member, n *Node, arena *prefixArena) {
-	*m = member{Node: m.Node, idx: m.idx}
 	*m.Node = *n
 	m.PodCIDRs = normPrefixesTo(arena.take(len(n.PodCIDRs)), n.PodCIDRs)
 	m.AllowedLocationIPs = normPrefixesTo(arena.take(len(n.AllowedLocationIPs)), n.AllowedLocationIPs)
