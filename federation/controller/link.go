@@ -52,14 +52,29 @@ func newLink(c *Controller, name string) *link { return &link{c: c, name: name} 
 func (l *link) run(ctx context.Context) {
 	tick := time.NewTicker(l.c.cfg.Poll)
 	defer tick.Stop()
+	wake := make(chan struct{}, 1)
+	watching, stopWatch := "", func() {}
+	defer func() { stopWatch() }()
 	for {
 		if err := l.step(ctx); err != nil && ctx.Err() == nil {
 			l.c.log.Warn("remote cluster", "remote", l.name, "err", err)
+		}
+		// (Re)start the watch that wakes this loop when the remote client
+		// is new (first read, renewed token, changed spec).
+		if l.remote != nil && l.remote.Config != nil && l.remoteKey != watching {
+			stopWatch()
+			watching, stopWatch = l.remoteKey, func() {}
+			if start, err := watchAnnouncements(l.remote.Config); err == nil {
+				wctx, cancel := context.WithCancel(ctx)
+				stopWatch = cancel
+				go wakeOnChange(wctx, start, l.c.cfg.Poll, wake)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-wake:
 		}
 	}
 }
