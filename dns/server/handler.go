@@ -166,6 +166,13 @@ func (h *Handler) answer(r *dns.Msg, tcp bool) (*dns.Msg, string) {
 		resp.Answer, resp.Ns, resp.Extra = res.Answer, res.Ns, res.Extra
 		return finish(res.Rcode, "clusterset")
 	}
+	if h.cfg.Ready == nil || h.cfg.Ready() {
+		if res, ok := h.cfg.Zone.LookupReverse(q.Name, q.Qtype); ok {
+			resp.Authoritative = true
+			resp.Answer = res.Answer
+			return finish(res.Rcode, "clusterset")
+		}
+	}
 	if len(h.cfg.Upstreams) == 0 {
 		return finish(dns.RcodeRefused, "server")
 	}

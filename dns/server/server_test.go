@@ -92,8 +92,12 @@ func TestOtherNamesAreForwardedOverTheClientsTransport(t *testing.T) {
 	if in := exchange(t, "tcp", addr, query("example.com.", dns.TypeTXT)); in.Truncated || len(in.Answer) != 40 {
 		t.Errorf("forwarded 40 TXT over TCP: TC=%v, %d answers", in.Truncated, len(in.Answer))
 	}
-	if n := up.count.Load(); n != 4 {
-		t.Errorf("upstream got %d questions, want 4", n)
+	// The PTR of an address the zone does not name is forwarded too.
+	if in := exchange(t, "udp", addr, query("1.2.0.192.in-addr.arpa.", dns.TypePTR)); in.Rcode != dns.RcodeSuccess || in.Authoritative {
+		t.Errorf("PTR of 192.0.2.1: %v", in)
+	}
+	if n := up.count.Load(); n != 5 {
+		t.Errorf("upstream got %d questions, want 5", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -39,6 +40,9 @@ type Zone struct {
 	byService map[svcKey]map[string]struct{}
 	// served holds the records of every service that has any.
 	served map[svcKey]names
+	// reverse holds, per endpoint address, its per-endpoint name in each
+	// service that has one.
+	reverse map[netip.Addr]map[svcKey]string
 	// namespaces counts the served services per namespace.
 	namespaces map[string]int
 	serial     uint32
@@ -59,6 +63,7 @@ func New(cfg Config) *Zone {
 		slices:     map[sliceKey]Slice{},
 		byService:  map[svcKey]map[string]struct{}{},
 		served:     map[svcKey]names{},
+		reverse:    map[netip.Addr]map[svcKey]string{},
 		namespaces: map[string]int{},
 		serial:     1,
 	}
@@ -136,7 +141,12 @@ func (z *Zone) Services() int {
 // rebuild recomputes the records of one service; z.mu is held.
 func (z *Zone) rebuild(k svcKey) {
 	z.serial++
-	_, was := z.served[k]
+	old, was := z.served[k]
+	for a := range ptrs(old) {
+		if delete(z.reverse[a], k); len(z.reverse[a]) == 0 {
+			delete(z.reverse, a)
+		}
+	}
 	var n names
 	if imp, ok := z.imports[k]; ok {
 		var slices []Slice
@@ -144,6 +154,12 @@ func (z *Zone) rebuild(k svcKey) {
 			slices = append(slices, z.slices[sliceKey{k.namespace, name}])
 		}
 		n = build(imp, slices, z.ttl)
+	}
+	for a, name := range ptrs(n) {
+		if z.reverse[a] == nil {
+			z.reverse[a] = map[svcKey]string{}
+		}
+		z.reverse[a][k] = name
 	}
 	switch {
 	case n != nil:
