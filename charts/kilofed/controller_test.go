@@ -74,6 +74,25 @@ func TestControllerRunsWithTheAgentsTopologyFlags(t *testing.T) {
 // Peers, the heartbeat Leases), discovery (ClusterProperty, Nodes,
 // ServiceCIDRs), the links (RemoteClusters and their status, the
 // credentials Secrets, the mirrored Peers) and the Announcement.
+// servicesyncRules are what servicesync adds (controller.servicesync.enabled):
+// it reads the local ServiceExports, their Services and EndpointSlices and
+// writes the exports' conditions, publishes ExportedServices in
+// kilofed-system, and writes (server-side apply) and sweeps ServiceImports,
+// derived Services and their EndpointSlices in the imports' namespaces,
+// which it lists.
+var servicesyncRules = struct{ cluster, system []rbacv1.PolicyRule }{
+	cluster: []rbacv1.PolicyRule{
+		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"list", "patch"}},
+		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch", "delete"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "create", "patch", "delete", "deletecollection"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}},
+	},
+	system: []rbacv1.PolicyRule{
+		{APIGroups: []string{"federation.kilofed.io"}, Resources: []string{"exportedservices"}, Verbs: []string{"list", "create", "patch", "delete"}},
+	},
+}
+
 var controllerRules = struct{ cluster, system, leases []rbacv1.PolicyRule }{
 	cluster: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
@@ -96,10 +115,10 @@ func TestControllerRBACIsWhatItsCodeUses(t *testing.T) {
 	for _, ns := range []string{"kube-system", "kilofed-system"} {
 		t.Run(ns, func(t *testing.T) {
 			r := renderObjects(t, Options{Namespace: ns})
-			if d := cmp.Diff(controllerRules.cluster, get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
+			if d := cmp.Diff(slices.Concat(controllerRules.cluster, servicesyncRules.cluster), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
 				t.Errorf("ClusterRole (-want +chart):\n%s", d)
 			}
-			if d := cmp.Diff(controllerRules.system, get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
+			if d := cmp.Diff(slices.Concat(controllerRules.system, servicesyncRules.system), get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
 				t.Errorf("Role in kilofed-system (-want +chart):\n%s", d)
 			}
 			if d := cmp.Diff(controllerRules.leases, get[*rbacv1.Role](r, "Role", "kilo-leases", "kilofed-controller").Rules); d != "" {
@@ -182,5 +201,28 @@ func TestChartNeedsKubernetesWhoseProjectedTokensCarryTheNodeName(t *testing.T) 
 	// policy needs (without it every agent write is refused).
 	if c.Metadata.KubeVersion != ">=1.32.0-0" {
 		t.Errorf("kubeVersion %q, want >=1.32.0-0", c.Metadata.KubeVersion)
+	}
+}
+
+func TestServicesyncOffDropsItsFlagAndRules(t *testing.T) {
+	_, c := controllerDeployment(t, Options{})
+	if !slices.Contains(c.Args, "--servicesync=true") {
+		t.Errorf("args %q lack --servicesync=true", c.Args)
+	}
+	_, c = controllerDeployment(t, Options{Values: values("controller.servicesync.withdrawAfter", "5m")})
+	if !slices.Contains(c.Args, "--withdraw-after=5m") {
+		t.Errorf("args %q lack --withdraw-after=5m", c.Args)
+	}
+	o := Options{Values: values("controller.servicesync.enabled", false)}
+	_, c = controllerDeployment(t, o)
+	if !slices.Contains(c.Args, "--servicesync=false") {
+		t.Errorf("args %q lack --servicesync=false", c.Args)
+	}
+	r := renderObjects(t, o)
+	if d := cmp.Diff(controllerRules.cluster, get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
+		t.Errorf("ClusterRole without servicesync (-want +chart):\n%s", d)
+	}
+	if d := cmp.Diff(controllerRules.system, get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
+		t.Errorf("Role in kilofed-system without servicesync (-want +chart):\n%s", d)
 	}
 }
