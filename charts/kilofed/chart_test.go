@@ -150,17 +150,17 @@ func TestChartCopiesEqualTheirSources(t *testing.T) {
 		}
 		dst, err := os.ReadFile(c.Chart)
 		if err != nil {
-			t.Errorf("%s missing (copy of %s): run go generate ./charts/kilofed", c.Chart, c.Source)
+			t.Errorf("%s missing (copy of %s): run make manifests (go generate ./charts/kilofed, then the render)", c.Chart, c.Source)
 			continue
 		}
 		if string(src) != string(dst) {
-			t.Errorf("%s differs from %s: run go generate ./charts/kilofed", c.Chart, c.Source)
+			t.Errorf("%s differs from %s: run make manifests (go generate ./charts/kilofed, then the render)", c.Chart, c.Source)
 		}
 	}
 	crds, _ := filepath.Glob("crds/*.yaml")
 	for _, f := range crds {
 		if !want[filepath.ToSlash(f)] {
-			t.Errorf("%s has no source in %v: run go generate ./charts/kilofed", f, SourceDirs)
+			t.Errorf("%s has no source in %v: run make manifests (go generate ./charts/kilofed, then the render)", f, SourceDirs)
 		}
 	}
 }
@@ -183,7 +183,7 @@ func TestReadmeValuesTableIsUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want != string(readme) {
-		t.Errorf("README.md's values table is stale: run go generate ./charts/kilofed\n%s", cmp.Diff(want, string(readme)))
+		t.Errorf("README.md's values table is stale: run make manifests\n%s", cmp.Diff(want, string(readme)))
 	}
 	for _, key := range []string{"mesh.granularity", "mesh.subnet", "agent.encapsulate", "mesh.port", "agent.mtu",
 		"agent.wireguard", "cluster.id", "agent.image.repository", "controller.image.repository", "agent.resources", "controller.resources"} {
