@@ -8,8 +8,16 @@ import (
 )
 
 // forward sends r to the upstreams in order over the client's transport and
-// returns the first answer, or nil if none answered.
+// returns the first answer, or nil if none answered or too many forwards are
+// in flight.
 func (h *Handler) forward(r *dns.Msg, tcp bool) *dns.Msg {
+	select {
+	case h.forwards <- struct{}{}:
+		defer func() { <-h.forwards }()
+	default:
+		h.log.Debug("forward: too many in flight", "name", r.Question[0].Name, "max", cap(h.forwards))
+		return nil
+	}
 	network := "udp"
 	if tcp {
 		network = "tcp"

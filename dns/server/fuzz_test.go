@@ -140,6 +140,8 @@ func seedQueries() []*dns.Msg {
 		{"example.com.", dns.TypeA, 0},
 		{"example.com.", dns.TypeTXT, 1232},
 		{"web.prod.svc.clusterset.local.", 65280, 0},
+		{"1.0.1.10.in-addr.arpa.", dns.TypePTR, 0},
+		{"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, 1232},
 	} {
 		m := query(q.name, q.qtype)
 		if q.edns > 0 {

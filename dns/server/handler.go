@@ -19,6 +19,10 @@ const DefaultUDPSize = 1232
 // Config.ForwardTimeout is zero.
 const DefaultForwardTimeout = 2 * time.Second
 
+// DefaultMaxForwards bounds the forwards in flight when Config.MaxForwards
+// is zero.
+const DefaultMaxForwards = 1000
+
 // Config configures a Handler.
 type Config struct {
 	// Zone answers clusterset.local.
@@ -33,6 +37,9 @@ type Config struct {
 	Upstreams []string
 	// ForwardTimeout bounds one exchange with one upstream.
 	ForwardTimeout time.Duration
+	// MaxForwards bounds the queries being forwarded at once; past it, other
+	// names answer SERVFAIL at once instead of piling up on a slow upstream.
+	MaxForwards int
 	// UDPSize is the EDNS0 buffer size advertised and the largest UDP answer.
 	UDPSize uint16
 	Metrics *Metrics
@@ -44,6 +51,8 @@ type Config struct {
 type Handler struct {
 	cfg Config
 	log *slog.Logger
+	// forwards holds a token per forward in flight.
+	forwards chan struct{}
 }
 
 // NewHandler returns a Handler for cfg.
@@ -58,7 +67,10 @@ func NewHandler(cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, log: log}
+	if cfg.MaxForwards <= 0 {
+		cfg.MaxForwards = DefaultMaxForwards
+	}
+	return &Handler{cfg: cfg, log: log, forwards: make(chan struct{}, cfg.MaxForwards)}
 }
 
 // Accept is the server's MsgAcceptFunc: it drops what is not a query and

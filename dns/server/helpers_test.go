@@ -88,11 +88,7 @@ func startUpstream(t testing.TB) *fakeUpstream {
 		m.Truncate(size)
 		w.WriteMsg(m)
 	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	pc, ln, err := listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

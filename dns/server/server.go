@@ -25,24 +25,9 @@ type Server struct {
 // Listen binds UDP and TCP on addr (host:port; port 0 picks one free for
 // both).
 func Listen(addr string, h *Handler) (*Server, error) {
-	host, port, err := net.SplitHostPort(addr)
+	pc, ln, err := listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("dns listen address %q: %w", addr, err)
-	}
-	var pc net.PacketConn
-	var ln net.Listener
-	for try := 0; ; try++ {
-		if pc, err = net.ListenPacket("udp", addr); err != nil {
-			return nil, fmt.Errorf("dns listen udp %s: %w", addr, err)
-		}
-		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-		if ln, err = net.Listen("tcp", net.JoinHostPort(host, p)); err == nil {
-			break
-		}
-		pc.Close()
-		if port != "0" || try == 10 {
-			return nil, fmt.Errorf("dns listen tcp %s: %w", addr, err)
-		}
+		return nil, err
 	}
 	s := &Server{pc: pc, ln: ln}
 	for _, srv := range []**dns.Server{&s.udp, &s.tcp} {
@@ -51,6 +36,30 @@ func Listen(addr string, h *Handler) (*Server, error) {
 	}
 	s.udp.PacketConn, s.tcp.Listener = pc, ln
 	return s, nil
+}
+
+// listen binds UDP and TCP on the same port of addr.
+func listen(addr string) (net.PacketConn, net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dns listen address %q: %w", addr, err)
+	}
+	for try := 0; ; try++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dns listen udp %s: %w", addr, err)
+		}
+		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, p))
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		// With port 0, the TCP port of the UDP port picked may be taken: pick again.
+		if port != "0" || try == 20 {
+			return nil, nil, fmt.Errorf("dns listen tcp %s: %w", addr, err)
+		}
+	}
 }
 
 // Addr returns the address served (the same port for UDP and TCP).

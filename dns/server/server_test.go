@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -251,5 +252,39 @@ func TestEDNS0DOBitIsEchoed(t *testing.T) {
 		if o := in.IsEdns0(); o == nil || o.Do() != do || o.UDPSize() != DefaultUDPSize {
 			t.Errorf("query DO=%v: answer OPT %v, want DO=%v and buffer %d", do, o, do, DefaultUDPSize)
 		}
+	}
+}
+
+func TestForwardsInFlightAreBounded(t *testing.T) {
+	// An upstream that never answers holds the one forward allowed.
+	hole, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	h := NewHandler(Config{Zone: testZone(), Upstreams: []string{hole.LocalAddr().String()}, MaxForwards: 1, ForwardTimeout: 3 * time.Second})
+	first := make(chan *dns.Msg)
+	go func() {
+		w := &recorder{remote: udpClient}
+		h.ServeDNS(w, query("slow.example.", dns.TypeA))
+		first <- w.msg
+	}()
+	for len(h.forwards) == 0 {
+		runtime.Gosched()
+	}
+	start := time.Now()
+	w := &recorder{remote: udpClient}
+	h.ServeDNS(w, query("other.example.", dns.TypeA))
+	if w.msg.Rcode != dns.RcodeServerFailure || time.Since(start) > time.Second {
+		t.Errorf("second forward while the first is in flight: %s after %v, want SERVFAIL at once", dns.RcodeToString[w.msg.Rcode], time.Since(start))
+	}
+	// clusterset.local names do not wait for forwards.
+	w = &recorder{remote: udpClient}
+	h.ServeDNS(w, query("web.prod.svc.clusterset.local.", dns.TypeA))
+	if len(w.msg.Answer) != 1 {
+		t.Errorf("clusterset name while forwards are full: %v", w.msg)
+	}
+	if m := <-first; m.Rcode != dns.RcodeServerFailure {
+		t.Errorf("forward to an upstream that never answers: %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
 	}
 }
