@@ -6,7 +6,7 @@ export KILOFED_LAB_BINS := $(LAB_BINS)
 BIN := $(CURDIR)/bin
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build deps lab-bins test unit-test e2e-test bench demo lint fmt clean lab-clean manifests chart
+.PHONY: all build deps lab-bins test unit-test e2e-test bench bench-quick demo lint fmt clean lab-clean manifests chart
 
 all: build
 
@@ -33,9 +33,13 @@ unit-test:
 e2e-test: build
 	CI=$${CI:-true} KILOFED_BIN=$(BIN) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
-## bench: benchmarks (lab start-up, failover, throughput ratio)
+## bench: every benchmark (Go benchmarks of both modules -count 5, lab benchmarks once each under the lab lock); prints one table, writes bench/results/latest.{json,md}; QUICK=1: cheap ones only, once
 bench: deps lab-bins build
-	KILOFED_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout $(TEST_TIMEOUT) ./e2e/...
+	CI=$${CI:-true} KILOFED_BIN=$(BIN) $(GO) run ./hack/bench $(if $(QUICK),--quick)
+
+## bench-quick: the cheap benchmarks once each, a sanity check in a few minutes
+bench-quick:
+	$(GO) run ./hack/bench --quick
 
 ## demo: the seed's cluster across two locations with kg on every node: the mesh, and a pod answered through WireGuard
 demo: deps lab-bins build

@@ -14,6 +14,7 @@ declare -A need=(
 	[tcpdump]=tcpdump
 	[ping]=iputils-ping
 	[ipset]=ipset
+	[iperf3]=iperf3
 )
 missing=()
 for cmd in "${!need[@]}"; do
