@@ -91,7 +91,7 @@ func TestHandlerAnswers(t *testing.T) {
 			reply{Rcode: "SERVFAIL", Question: true}},
 		{"PTR of a headless endpoint: answered", query("1.0.1.10.in-addr.arpa.", dns.TypePTR), udpClient, true, false,
 			reply{Rcode: "NOERROR", Authoritative: true, Answers: 1, Question: true}},
-		{"PTR of another address: forwarded", query("1.2.0.192.in-addr.arpa.", dns.TypePTR), udpClient, false, false,
+		{"PTR of another address is not the zone's: REFUSED without upstreams", query("1.2.0.192.in-addr.arpa.", dns.TypePTR), udpClient, false, false,
 			reply{Rcode: "REFUSED", Question: true}},
 		{"another name without upstreams: REFUSED", query("example.com.", dns.TypeA), udpClient, false, false,
 			reply{Rcode: "REFUSED", Question: true}},
