@@ -129,20 +129,24 @@ func bench(o options) error {
 	r.Figures = Aggregate(r.Results, labPkgs)
 	md := markdown(r)
 	fmt.Print("\n" + md)
-	if err := os.MkdirAll(filepath.Join(root, o.out), 0o755); err != nil {
+	dir := o.out
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(root, o.out, "latest.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "latest.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(root, o.out, "latest.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("bench: wrote %s/latest.json and latest.md\n", o.out)
+	fmt.Printf("bench: wrote %s and latest.md\n", filepath.Join(dir, "latest.json"))
 	if len(r.Failures) > 0 {
 		return fmt.Errorf("%d benchmark(s) failed: %s (logs in %s)", len(r.Failures), strings.Join(r.Failures, ", "), logs)
 	}

@@ -162,11 +162,15 @@ func median(s []float64) float64 {
 	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }
 
-// Table renders figures as a markdown table.
+// Table renders figures as a markdown table, without the B/op rows (the
+// JSON keeps them).
 func Table(figs []Figure) string {
 	var b strings.Builder
 	b.WriteString("| figure | kilofed | peer | ratio | spread |\n|---|---:|---|---:|---|\n")
 	for _, f := range figs {
+		if f.Unit == "B/op" {
+			continue
+		}
 		peer := ""
 		switch {
 		case f.Peer != nil:

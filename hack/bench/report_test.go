@@ -33,7 +33,10 @@ func TestAggregateTakesMediansSpreadsAndPeers(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("figures (-want +got):\n%s", diff)
 	}
-	table := Table(got)
+	table := Table(append(got, Figure{Figure: "HostWork/nodes=10 B/op", Unit: "B/op", Kilofed: Stat{Values: []float64{1}}}))
+	if strings.Contains(table, "B/op") {
+		t.Errorf("the table has a B/op row (only the JSON keeps them):\n%s", table)
+	}
 	for _, row := range []string{
 		"| HostWork/nodes=10 ns/op | 20 |  |  | 10-30, n=3 |",
 		"| TCP pod -> pod across locations, 1 stream (Mbit/s) | 800 | 400, 390-410 (stock wireguard-go, node -> node) | 2.00x | 700-900, n=1 |",
