@@ -137,6 +137,16 @@ func TestSchedulerPlacesWorkloadsAndCoreDNSAnswersPods(t *testing.T) {
 					return checkA(netns, kubeDNS, name, want)
 				}, "pod %s on %s: A %s", p.Name, p.Spec.NodeName, name)
 			}
+			eventually(ctx, t, 30*time.Second, func() error {
+				r, err := (&Namespace{Name: netns}).QueryDNS(ctx, "tcp", kubeDNS, "kubernetes.default.svc.cluster.local", dns.TypeA)
+				if err != nil {
+					return err
+				}
+				if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != apiIP.String() {
+					return fmt.Errorf("answer %v, want %s", r.Answer, apiIP)
+				}
+				return nil
+			}, "pod %s on %s: A kubernetes.default over TCP", p.Name, p.Spec.NodeName)
 		}
 	})
 
@@ -205,24 +215,7 @@ func TestSchedulerPlacesWorkloadsAndCoreDNSAnswersPods(t *testing.T) {
 // queryIn sends one DNS query over UDP to server from inside the network
 // namespace netns.
 func queryIn(netns string, server netip.AddrPort, name string, qtype uint16) (*dns.Msg, error) {
-	ns, err := openNS(netns)
-	if err != nil {
-		return nil, err
-	}
-	defer ns.Close()
-	var conn net.Conn
-	if err := ns.do(func() (err error) {
-		conn, err = net.Dial("udp", server.String())
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	client := &dns.Client{Timeout: 3 * time.Second}
-	r, _, err := client.ExchangeWithConn(m, &dns.Conn{Conn: conn})
-	return r, err
+	return (&Namespace{Name: netns}).QueryDNS(context.Background(), "udp", server, name, qtype)
 }
 
 // checkA asks server for the A record of name from inside netns and checks
