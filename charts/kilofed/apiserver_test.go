@@ -20,8 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kilofed/kilofed/dns/watch"
+	"github.com/kilofed/kilofed/dns/zone"
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
 	"github.com/kilofed/kilofed/federation/controller"
 	"github.com/kilofed/kilofed/federation/kube"
@@ -130,7 +133,7 @@ func addNode(ctx context.Context, t *testing.T, kc kubernetes.Interface, name, i
 // federation controller announces this cluster and follows a joined cluster
 // with only the chart's RBAC for the controller, which reads no Secret
 // outside kilofed-system and writes no Node; servicesync publishes this
-// cluster's exports with the same token.
+// cluster's exports and the DNS zone's informers sync with the same token.
 func TestChartOnARealAPIServer(t *testing.T) {
 	cfg := startAPIServer(t)
 	ctx := t.Context()
@@ -255,6 +258,22 @@ func TestChartOnARealAPIServer(t *testing.T) {
 		}
 		if err := local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "x"}}); !apierrors.IsForbidden(err) {
 			t.Errorf("delete a Secret in app: %v, want Forbidden", err)
+		}
+	})
+	t.Run("the DNS zone's informers sync with the chart's RBAC", func(t *testing.T) {
+		ctlCfg := tokenConfig(ctx, t, cfg, kc, "kilo", "kilofed-controller", "")
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		feed, err := watch.Start(dctx, watch.Config{Kube: kubernetes.NewForConfigOrDie(ctlCfg), MCS: mcsclient.NewForConfigOrDie(ctlCfg), Zone: zone.New(zone.Config{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !feed.HasSynced() {
+			if time.Now().After(deadline) {
+				t.Fatal("the ServiceImport and EndpointSlice informers did not sync in 20 s with the controller's token")
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 }

@@ -30,7 +30,9 @@ var variants = []struct {
 	{name: "userspace WireGuard, CNI, cluster ID, DNS IP, CoreDNS, ServiceMonitor", values: values(
 		"agent.wireguard", "userspace", "agent.cni.enabled", true, "cluster.id", "prod",
 		"dns.clusterIP", "10.96.0.53", "coredns.enabled", true, "serviceMonitor.enabled", true,
-		"agent.serviceCIDRs", []any{"10.96.0.0/12"}, "controller.podCIDRs", []any{"10.244.0.0/16"})},
+		"agent.serviceCIDRs", []any{"10.96.0.0/12"}, "controller.podCIDRs", []any{"10.244.0.0/16"},
+		"dns.upstreams", []any{"10.96.0.10"}, "controller.servicesync.withdrawAfter", "5m")},
+	{name: "no DNS, no servicesync", values: values("dns.enabled", false, "controller.servicesync.enabled", false)},
 	{name: "no controller, no admission", values: values("controller.enabled", false, "admission.nodeScoped", false)},
 }
 

@@ -93,6 +93,12 @@ var servicesyncRules = struct{ cluster, system []rbacv1.PolicyRule }{
 	},
 }
 
+// dnsRules are what the DNS server's informers read (dns.enabled).
+var dnsRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+}
+
 var controllerRules = struct{ cluster, system, leases []rbacv1.PolicyRule }{
 	cluster: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
@@ -115,7 +121,7 @@ func TestControllerRBACIsWhatItsCodeUses(t *testing.T) {
 	for _, ns := range []string{"kube-system", "kilofed-system"} {
 		t.Run(ns, func(t *testing.T) {
 			r := renderObjects(t, Options{Namespace: ns})
-			if d := cmp.Diff(slices.Concat(controllerRules.cluster, servicesyncRules.cluster), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
+			if d := cmp.Diff(slices.Concat(controllerRules.cluster, servicesyncRules.cluster, dnsRules), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
 				t.Errorf("ClusterRole (-want +chart):\n%s", d)
 			}
 			if d := cmp.Diff(slices.Concat(controllerRules.system, servicesyncRules.system), get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
@@ -219,7 +225,7 @@ func TestServicesyncOffDropsItsFlagAndRules(t *testing.T) {
 		t.Errorf("args %q lack --servicesync=false", c.Args)
 	}
 	r := renderObjects(t, o)
-	if d := cmp.Diff(controllerRules.cluster, get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
+	if d := cmp.Diff(slices.Concat(controllerRules.cluster, dnsRules), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
 		t.Errorf("ClusterRole without servicesync (-want +chart):\n%s", d)
 	}
 	if d := cmp.Diff(controllerRules.system, get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
