@@ -41,7 +41,7 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 func (a *allocator) assign(s *Segment, addr netip.Addr) {
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
 	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
-		name: s.Name, segment: s.key})
+		name: s.Name})
 }
 
 // assignAnnounced gives segments the addresses their nodes announce:

@@ -26,21 +26,19 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	}
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
+	t.buildSegments(members)
+	// Room for the node ranges, services, WireGuard IPs, peers' ranges and
+	// allowed location IPs.
+	n := nodeClaims(members) + len(opts.ServiceCIDRs) + len(t.Segments)
+	for _, p := range peers {
+		n += len(p.AllowedIPs)
+	}
 	cs := newClaims()
-	cs.grow(nodeClaims(members) + len(opts.ServiceCIDRs))
+	cs.grow(n)
 	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
 		cs.add(claim{prefix: s, kind: claimService})
 	}
-	t.buildSegments(members)
-	later := len(t.Segments) // WireGuard IPs, peers' ranges, allowed location IPs
-	for _, p := range peers {
-		later += len(p.AllowedIPs)
-	}
-	for _, m := range members {
-		later += len(m.AllowedLocationIPs)
-	}
-	cs.grow(later)
 	alloc := newAllocator(opts.Subnet, cs)
 	alloc.assignAnnounced(t.Segments)
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)

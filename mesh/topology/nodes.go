@@ -63,11 +63,16 @@ func keyName(key string) string { return key[strings.IndexByte(key, ':')+1:] }
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name, and the array of their Nodes.
 func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) ([]*member, []Node) {
-	sorted := make([]*Node, len(nodes))
-	for i := range nodes {
-		sorted[i] = &nodes[i]
+	// Sort indexes, stable by position: swapping them needs no write barrier.
+	order := make([]int32, len(nodes))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	slices.SortStableFunc(sorted, func(a, b *Node) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Or(cmp.Compare(nodes[a].Name, nodes[b].Name), cmp.Compare(a, b)) })
+	sorted := make([]*Node, len(nodes))
+	for i, j := range order {
+		sorted[i] = &nodes[j]
+	}
 	// The members are allocated at once; an excluded node's slot is reused.
 	slab := make([]member, 0, len(sorted))
 	accepted := make([]Node, 0, len(sorted))

@@ -170,7 +170,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 }
 
 // claimKind says what a claimed range is used for.
-type claimKind int
+type claimKind uint8
 
 const (
 	claimPod claimKind = iota
@@ -185,11 +185,12 @@ const (
 // claim is a range that some owner uses, for overlap checks.
 type claim struct {
 	prefix netip.Prefix
-	kind   claimKind
 	// name names the owner: a node, peer, segment or location.
 	name string
-	// segment is the key of the owner's segment, empty for peers and services.
-	segment string
+	// seg is the index in Topology.Segments of the owner's segment, for
+	// the claims of nodes and of allowed location IPs.
+	seg  int32
+	kind claimKind
 }
 
 // owner describes the claim for messages ("pod CIDR 10.42.0.0/24 of node "a"").

@@ -5,11 +5,12 @@ import (
 	"slices"
 )
 
-// nodeClaims returns how many claims claimNodeRanges makes at most.
+// nodeClaims returns how many claims claimNodeRanges and assignLocationIPs
+// make at most.
 func nodeClaims(members []*member) int {
 	n := 0
 	for _, m := range members {
-		n += len(m.PodCIDRs) + 4 // internal IPs, external IP, endpoint
+		n += len(m.PodCIDRs) + len(m.AllowedLocationIPs) + 4 // internal IPs, external IP, endpoint
 		if !m.in4.IsValid() {
 			n--
 		}
@@ -29,7 +30,7 @@ func nodeClaims(members []*member) int {
 // WireGuard cannot route one range to two peers.
 func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) {
 	for _, m := range members {
-		seg := m.segment
+		seg := int32(m.seg)
 		if len(m.PodCIDRs) == 0 {
 			ps.add(KindNode, m.Name, Warning, CodeNoPodCIDR,
 				"the node has no pod CIDR, so nothing is routed to its pods; set spec.podCIDRs on the Node (kube-controller-manager --allocate-node-cidrs does it)")
@@ -50,7 +51,7 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			}
 			pods = append(pods, p)
 			m.allowed = append(m.allowed, p)
-			cs.add(claim{prefix: p, kind: claimPod, name: m.Name, segment: seg})
+			cs.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
 		}
 		if len(pods) == 0 {
 			pods = nil
@@ -75,14 +76,14 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 					"internal IP %s is inside the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", in.Addr(), opts.Subnet)
 			}
 			m.allowed = append(m.allowed, h)
-			cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, segment: seg})
+			cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, seg: seg})
 		}
 		// The external IP and endpoint address, when they are not internal
 		// IPs: ranges that contain them would capture WireGuard's own UDP
 		// packets.
 		for i, a := range [2]netip.Addr{m.ExternalIP, m.Endpoint.Addr.Addr()} {
 			if a.IsValid() && a != m.in4.Addr() && a != m.in6.Addr() && (i == 0 || a != m.ExternalIP) {
-				cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, segment: seg})
+				cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: seg})
 			}
 		}
 	}
@@ -121,9 +122,9 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 				}
 				c, ok := cs.find(p, func(c claim) bool {
 					if c.kind == claimInternal {
-						return c.segment == s.key || c.prefix.Bits() > p.Bits()
+						return c.seg == int32(m.seg) || c.prefix.Bits() > p.Bits()
 					}
-					return c.kind == claimLocation && c.segment == s.key
+					return c.kind == claimLocation && c.seg == int32(m.seg)
 				})
 				if ok {
 					ps.add(KindNode, m.Name, Warning, CodeOverlap,
@@ -134,7 +135,7 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 				seen[p] = true
 				kept = append(kept, p)
 				s.AllowedLocationIPs = append(s.AllowedLocationIPs, p)
-				cs.add(claim{prefix: p, kind: claimLocation, name: m.location, segment: s.key})
+				cs.add(claim{prefix: p, kind: claimLocation, name: m.location, seg: int32(m.seg)})
 			}
 			if len(kept) == 0 {
 				kept = nil
