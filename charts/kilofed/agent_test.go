@@ -138,6 +138,8 @@ func TestAgentArgsFollowValues(t *testing.T) {
 			want: []string{"--encapsulate=crosssubnet", "--tunnel=vxlan", "--mtu=1420", "--interface=wg0", "--log-level=debug",
 				"--mesh-keepalive=10s", "--resync-period=1m", "--service-cidr=10.96.0.0/12,fd00:96::/108", "--internal-cidr=10.0.0.0/8",
 				"--iptables-forward-rules=true", "--prioritise-private-addresses=true", "--serve-graph"}},
+		{name: "clean-up defaults", want: []string{"--clean-up=true", "--clean-up-interface=false"}},
+		{name: "interface removed on exit", values: values("agent.cleanUpInterface", true), want: []string{"--clean-up-interface=true"}},
 		{name: "cni off by default", want: []string{"--cni=false"}, absent: []string{"--cni=true"}},
 		{name: "cni on", values: values("agent.cni.enabled", true), want: []string{"--cni=true", "--cni-path=/etc/cni/net.d/10-kilo.conflist"}},
 	}
