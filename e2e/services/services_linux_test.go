@@ -46,7 +46,7 @@ type svcs struct {
 func TestServicesOfTwoClusters(t *testing.T) {
 	begin := time.Now()
 	l := lab.StartT(t, twoClusters())
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := &svcs{l: l, prod: l.Cluster("prod"), dr: l.Cluster("dr"), k: map[string]client.Client{}, ips: map[string]map[string]string{}, ctls: map[string]*lab.Process{}}
 	kubeconfig, err := l.Kubeconfig()
@@ -88,6 +88,7 @@ func TestServicesOfTwoClusters(t *testing.T) {
 		{"HeadlessExportImportsPodIPsAndNames", testHeadless, false},
 		{"PortConflictOldestWinsConflictOnBothNoFlap", testConflict, false},
 		{"SeedSelectorlessServiceToARemotePodStillWorks", testManual, false},
+		{"APIOutageKeepsEndpointsDataPlaneLossWithdrawsThem", testWithdraw, false},
 	}
 	for _, st := range steps {
 		mark := time.Now()
