@@ -41,13 +41,11 @@ type svcs struct {
 	ctls     map[string]*lab.Process
 }
 
-// TestServicesOfTwoClusters runs servicesync's scenarios on one lab of two
-// joined clusters; the subtests run in order.
-func TestServicesOfTwoClusters(t *testing.T) {
-	begin := time.Now()
-	l := lab.StartT(t, twoClusters())
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+// startJoined installs the CRDs in both clusters of l, starts echo pods,
+// agents and controllers, creates dr's Service echo and joins the two
+// clusters with the CLI.
+func startJoined(ctx context.Context, t testing.TB, l *lab.Lab) *svcs {
+	t.Helper()
 	s := &svcs{l: l, prod: l.Cluster("prod"), dr: l.Cluster("dr"), k: map[string]client.Client{}, ips: map[string]map[string]string{}, ctls: map[string]*lab.Process{}}
 	kubeconfig, err := l.Kubeconfig()
 	if err != nil {
@@ -73,6 +71,17 @@ func TestServicesOfTwoClusters(t *testing.T) {
 	if out, err := kilofed(ctx, kubeconfig, "prod", "join", "dr", "--wait=2m"); err != nil {
 		t.Fatalf("kilofed join: %v\n%s", err, out)
 	}
+	return s
+}
+
+// TestServicesOfTwoClusters runs servicesync's scenarios on one lab of two
+// joined clusters; the subtests run in order.
+func TestServicesOfTwoClusters(t *testing.T) {
+	begin := time.Now()
+	l := lab.StartT(t, twoClusters())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := startJoined(ctx, t, l)
 	t.Logf("lab up and joined in %v", time.Since(begin).Round(time.Millisecond))
 
 	steps := []struct {
@@ -101,7 +110,7 @@ func TestServicesOfTwoClusters(t *testing.T) {
 	t.Logf("total %v", time.Since(begin).Round(time.Millisecond))
 }
 
-func export(ctx context.Context, t *testing.T, k client.Client, name string) *mcsv1beta1.ServiceExport {
+func export(ctx context.Context, t testing.TB, k client.Client, name string) *mcsv1beta1.ServiceExport {
 	t.Helper()
 	ex := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
 	if err := k.Create(ctx, ex); err != nil {
