@@ -6,7 +6,7 @@ export KILOFED_LAB_BINS := $(LAB_BINS)
 BIN := $(CURDIR)/bin
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build deps lab-bins test unit-test e2e-test bench bench-quick demo lint fmt clean lab-clean manifests chart
+.PHONY: all build deps lab-bins test unit-test e2e-test bench bench-quick demo demo-mesh lint fmt clean lab-clean manifests chart
 
 all: build
 
@@ -41,9 +41,13 @@ bench: deps lab-bins build
 bench-quick:
 	$(GO) run ./hack/bench --quick
 
-## demo: the seed's cluster across two locations with kg on every node: the mesh, and a pod answered through WireGuard
+## demo: a federation of two clusters (kilofed join), dr's echo Service exported, answered in prod by its clusterset.local name
 demo: deps lab-bins build
-	$(BIN)/kilofed-lab demo --kg $(BIN)/kg
+	$(BIN)/kilofed-lab demo --bin $(BIN)
+
+## demo-mesh: the seed's cluster across two locations with kg on every node: the mesh, and a pod answered through WireGuard
+demo-mesh: deps lab-bins build
+	$(BIN)/kilofed-lab demo-mesh --kg $(BIN)/kg
 
 ## lint: gofmt and go vet on both modules
 lint:

@@ -2,7 +2,13 @@
 // real network on one Linux machine (see package
 // github.com/kilofed/kilofed/e2e/lab).
 //
-//	kilofed-lab demo [--kg PATH] [--svg PATH]
+//	kilofed-lab demo [--bin DIR]
+//	                             a federation: two clusters (a public location and one
+//	                             behind NAT each), kg on every node, kilofed-controller
+//	                             and CoreDNS in each, `kilofed join`, dr's echo Service
+//	                             exported, and a pod of prod answered by dr's pod through
+//	                             echo.default.svc.clusterset.local; then teardown
+//	kilofed-lab demo-mesh [--kg PATH] [--svg PATH]
 //	                             the seed's cluster across two locations (cn-beijing,
 //	                             cn-shanghai), the real kg agent on every node: nodes,
 //	                             the leaders' WireGuard, the topology graph (SVG), a pod
@@ -36,7 +42,10 @@ import (
 )
 
 const usage = `usage: kilofed-lab <command>
-  demo [--kg PATH] [--svg PATH]
+  demo [--bin DIR]
+                   a federation of two clusters joined with kilofed join, a Service
+                   exported from one, answered in the other by its clusterset.local name
+  demo-mesh [--kg PATH] [--svg PATH]
                    start the seed's two-location cluster with kg on every node, show the
                    mesh and a pod answered across locations through WireGuard, tear down
   up [-clusters N] [-kube-proxy=false] [-coredns=false] [-pod-routes=false] [--kg PATH]
@@ -65,6 +74,8 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "demo":
+		err = federationDemo(ctx, logger, os.Args[2:])
+	case "demo-mesh":
 		err = demo(ctx, logger, os.Args[2:])
 	case "up":
 		err = up(ctx, logger, os.Args[2:])
