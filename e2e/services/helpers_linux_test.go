@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -69,13 +70,32 @@ func startMesh(t testing.TB, c *lab.Cluster) map[string]*lab.Process {
 
 // startController runs kilofed-controller (federation and servicesync)
 // for c on the host, with c's admin kubeconfig.
+//
+// When c runs CoreDNS, the controller also serves clusterset.local on the
+// lab's management bridge and c's CoreDNS forwards that zone to it, as the
+// chart wires it.
 func startController(t testing.TB, l *lab.Lab, c *lab.Cluster) *lab.Process {
 	t.Helper()
-	p, err := l.Start("kilofed-controller-"+c.Name, filepath.Join(binDir, "kilofed-controller"),
-		"--kubeconfig="+c.Kubeconfig, "--subnet="+c.WireGuardSubnet.String(),
-		"--resync-period=5s", "--poll=1s", "--listen=127.0.0.1:0", "--log-level=debug")
+	args := []string{"--kubeconfig=" + c.Kubeconfig, "--subnet=" + c.WireGuardSubnet.String(),
+		"--resync-period=5s", "--poll=1s", "--listen=127.0.0.1:0", "--log-level=debug"}
+	var dns netip.AddrPort
+	if c.CoreDNSProcess() != nil {
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(l.HostIP(), 0).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dns = netip.MustParseAddrPort(ln.Addr().String())
+		ln.Close()
+		args = append(args, "--dns-listen="+dns.String())
+	}
+	p, err := l.Start("kilofed-controller-"+c.Name, append([]string{filepath.Join(binDir, "kilofed-controller")}, args...)...)
 	if err != nil {
 		t.Fatalf("start kilofed-controller for %s: %v", c.Name, err)
+	}
+	if dns.IsValid() {
+		if err := c.SetClusterSetDNS(context.Background(), dns); err != nil {
+			t.Fatalf("cluster %s: forward clusterset.local to kilofed's DNS at %s: %v", c.Name, dns, err)
+		}
 	}
 	return p
 }

@@ -26,7 +26,7 @@ import (
 // location of two nodes each, with kube-proxy; the lab gives them disjoint
 // ranges (prod pods 10.10.0.0/16, dr 10.11.0.0/16).
 func twoClusters() lab.Spec {
-	return lab.Spec{KubeProxy: true, Clusters: []lab.ClusterSpec{
+	return lab.Spec{KubeProxy: true, CoreDNS: true, Clusters: []lab.ClusterSpec{
 		{Name: "prod", Locations: []lab.LocationSpec{{Name: "paris", Nodes: []lab.NodeSpec{{Name: "prod-par-1"}, {Name: "prod-par-2"}}}}},
 		{Name: "dr", Locations: []lab.LocationSpec{{Name: "gra", Nodes: []lab.NodeSpec{{Name: "dr-gra-1"}, {Name: "dr-gra-2"}}}}},
 	}}
@@ -91,6 +91,7 @@ func TestServicesOfTwoClusters(t *testing.T) {
 	}{
 		{"ExportInDRIsImportedInBothClustersWithinSeconds", testImported, true},
 		{"PodInProdReachesDRThroughTheDerivedService", testReach, false},
+		{"PodInProdResolvesTheClustersetNameThroughCoreDNS", testClustersetDNS, false},
 		{"EndpointsFollowPodsCreatedAndDeleted", testFollow, false},
 		{"ExportWithoutServiceIsInvalid", testNoService, false},
 		{"UnexportRemovesTheImportEverywhere", testUnexport, false},
