@@ -37,8 +37,8 @@ func Announce(clusterID string, topo *topology.Topology, pods, services []netip.
 		a.WireGuardSubnet = subnet.Masked().String()
 	}
 	via, relayed := topo.RelaysViaGateway()
-	carrier := -1 // index in a.Gateways of the gateway that carries the services
-	var carried []netip.Prefix
+	carrier := -1                // index in a.Gateways of the gateway that carries the services
+	var allowed [][]netip.Prefix // each gateway's ranges, formatted once all are known
 	for _, s := range topo.Segments {
 		leader := s.LeaderNode()
 		if leader.Key.IsZero() {
@@ -50,25 +50,30 @@ func Announce(clusterID string, topo *topology.Topology, pods, services []netip.
 			PublicKey: leader.Key.String(),
 			Endpoint:  publicEndpoint(leader),
 		}
-		allowed := segmentRanges(s)
 		switch {
 		case relayed && s.Name == via.Name:
 			carrier = len(a.Gateways)
 		case relayed && !s.HasPublicEndpoint():
 			g.Via = via.Name
-			carried = append(carried, allowed...)
 		case !relayed && carrier < 0:
 			carrier = len(a.Gateways)
 		}
-		g.AllowedIPs = prefixStrings(allowed)
 		if leader.PersistentKeepalive > 0 {
 			g.PersistentKeepalive = int32(leader.PersistentKeepalive / time.Second)
 		}
 		a.Gateways = append(a.Gateways, g)
+		allowed = append(allowed, segmentRanges(s))
+	}
+	for i := range a.Gateways {
+		if a.Gateways[i].Via != "" && carrier >= 0 {
+			allowed[carrier] = append(allowed[carrier], allowed[i]...)
+		}
 	}
 	if carrier >= 0 {
-		g := &a.Gateways[carrier]
-		g.AllowedIPs = prefixStrings(append(parsePrefixes(g.AllowedIPs), append(carried, services...)...))
+		allowed[carrier] = append(allowed[carrier], services...)
+	}
+	for i := range a.Gateways {
+		a.Gateways[i].AllowedIPs = prefixStrings(allowed[i])
 	}
 	return a
 }
@@ -84,16 +89,6 @@ func segmentRanges(s topology.Segment) []netip.Prefix {
 		out = append(out, n.PodCIDRs...)
 	}
 	return append(out, s.AllowedLocationIPs...)
-}
-
-func parsePrefixes(ss []string) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(ss))
-	for _, s := range ss {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // publicEndpoint returns where remotes reach n's WireGuard port, or "" when
