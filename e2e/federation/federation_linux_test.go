@@ -429,7 +429,7 @@ func startFed(ctx context.Context, t testing.TB, l *lab.Lab) *fed {
 	}
 	for _, c := range []*lab.Cluster{f.prod, f.dr} {
 		installCRDs(ctx, t, c)
-		f.ips[c.Name] = echoPods(ctx, t, c)
+		f.ips[c.Name] = lab.EchoPodsT(ctx, t, c)
 		f.agents[c.Name] = startMesh(t, c)
 		f.metrics[c.Name] = freeLoopbackAddr(t)
 		f.ctls[c.Name] = startController(t, l, c, f.metrics[c.Name])

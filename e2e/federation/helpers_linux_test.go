@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kilofed/kilofed/e2e/lab"
@@ -139,27 +138,6 @@ func startController(t testing.TB, l *lab.Lab, c *lab.Cluster, listen string) *l
 		t.Fatalf("start kilofed-controller for %s: %v", c.Name, err)
 	}
 	return p
-}
-
-// echoPods creates one HTTP echo pod per node of c and returns their IPs
-// by pod name.
-func echoPods(ctx context.Context, t testing.TB, c *lab.Cluster) map[string]string {
-	t.Helper()
-	for _, n := range c.Nodes() {
-		pod := lab.EchoPod("default", "echo-"+n.Name, "echo", n.Name)
-		if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod: %v", err)
-		}
-	}
-	pods, err := c.WaitPods(ctx, "default", "app=echo", len(c.Nodes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips := map[string]string{}
-	for _, p := range pods {
-		ips[p.Name] = p.Status.PodIP
-	}
-	return ips
 }
 
 // kilofed runs the real kilofed CLI against the lab's merged kubeconfig

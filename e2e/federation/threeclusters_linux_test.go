@@ -37,7 +37,7 @@ func TestFederationOfThreeClustersIsAFullMesh(t *testing.T) {
 	for _, name := range names {
 		c := l.Cluster(name)
 		installCRDs(ctx, t, c)
-		f.ips[name] = echoPods(ctx, t, c)
+		f.ips[name] = lab.EchoPodsT(ctx, t, c)
 		f.agents[name] = startMesh(t, c)
 		f.ctls[name] = startController(t, l, c, "127.0.0.1:0")
 	}

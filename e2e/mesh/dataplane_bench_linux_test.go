@@ -84,7 +84,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 	b.Cleanup(cancel)
 	c := l.Cluster("meta")
 	installCRD(ctx, b, c)
-	ips := echoPods(ctx, b, c)
+	ips := lab.EchoPodsT(ctx, b, c)
 	as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
 	a := waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
 	z := waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)

@@ -72,7 +72,7 @@ func TestDRClustersJoinedByPeers(t *testing.T) {
 	for _, c := range []*lab.Cluster{prod, dr} {
 		installCRD(ctx, t, c)
 	}
-	prodIPs, drIPs := echoPods(ctx, t, prod), echoPods(ctx, t, dr)
+	prodIPs, drIPs := lab.EchoPodsT(ctx, t, prod), lab.EchoPodsT(ctx, t, dr)
 	if _, err := dr.Client().CoreV1().Services("default").Create(ctx, lab.EchoService("default", "echo", "echo", 8080), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

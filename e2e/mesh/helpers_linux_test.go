@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kilofed/kilofed/e2e/lab"
 )
 
@@ -52,7 +50,7 @@ func startMetaCloud(t testing.TB, spec lab.Spec, timeout time.Duration) (context
 	t.Cleanup(cancel)
 	c := l.Cluster("meta")
 	installCRD(ctx, t, c)
-	return ctx, l, c, echoPods(ctx, t, c)
+	return ctx, l, c, lab.EchoPodsT(ctx, t, c)
 }
 
 // meshOptions are the kg flags a test varies.
@@ -117,26 +115,6 @@ func startMesh(t testing.TB, c *lab.Cluster, o meshOptions) agents {
 func wg(ctx context.Context, p *lab.Process, args ...string) (string, error) {
 	out, err := p.NsEnter(ctx, append([]string{"wg"}, args...)...)
 	return string(out), err
-}
-
-// echoPods creates one HTTP echo pod per node and returns their IPs by pod name.
-func echoPods(ctx context.Context, t testing.TB, c *lab.Cluster) map[string]string {
-	t.Helper()
-	for _, n := range c.Nodes() {
-		pod := lab.EchoPod("default", "echo-"+n.Name, "echo", n.Name)
-		if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod: %v", err)
-		}
-	}
-	pods, err := c.WaitPods(ctx, "default", "app=echo", len(c.Nodes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips := map[string]string{}
-	for _, p := range pods {
-		ips[p.Name] = p.Status.PodIP
-	}
-	return ips
 }
 
 // get asks pod from (in cluster c) for url until it answers with want as

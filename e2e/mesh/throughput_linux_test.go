@@ -82,7 +82,7 @@ func BenchmarkPodToPodThroughput(b *testing.B) {
 	b.Cleanup(cancel)
 	c := l.Cluster("meta")
 	installCRD(ctx, b, c)
-	ips := echoPods(ctx, b, c)
+	ips := lab.EchoPodsT(ctx, b, c)
 	phases := []throughputPhase{{mesh: meshOptions{granularity: "location", encapsulate: "never"}, local: "veth", crossed: "wireguard"}}
 	if *throughputVXLAN {
 		phases = append(phases, throughputPhase{

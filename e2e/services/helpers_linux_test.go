@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kilofed/kilofed/e2e/lab"
@@ -98,26 +97,6 @@ func startController(t testing.TB, l *lab.Lab, c *lab.Cluster) *lab.Process {
 		}
 	}
 	return p
-}
-
-// echoPods creates one HTTP echo pod per node of c, labelled app=echo, and
-// returns their IPs by name.
-func echoPods(ctx context.Context, t testing.TB, c *lab.Cluster) map[string]string {
-	t.Helper()
-	for _, n := range c.Nodes() {
-		if _, err := c.Client().CoreV1().Pods("default").Create(ctx, lab.EchoPod("default", "echo-"+n.Name, "echo", n.Name), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod: %v", err)
-		}
-	}
-	pods, err := c.WaitPods(ctx, "default", "app=echo", len(c.Nodes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips := map[string]string{}
-	for _, p := range pods {
-		ips[p.Name] = p.Status.PodIP
-	}
-	return ips
 }
 
 // kilofed runs the real kilofed CLI with the merged kubeconfig.

@@ -54,7 +54,7 @@ func startJoined(ctx context.Context, t testing.TB, l *lab.Lab) *svcs {
 	for _, c := range []*lab.Cluster{s.prod, s.dr} {
 		installCRDs(ctx, t, c)
 		s.k[c.Name] = kclient(t, c)
-		s.ips[c.Name] = echoPods(ctx, t, c)
+		s.ips[c.Name] = lab.EchoPodsT(ctx, t, c)
 		startMesh(t, c)
 		s.ctls[c.Name] = startController(t, l, c)
 	}

@@ -39,7 +39,7 @@ func TestServicesOfThreeClusters(t *testing.T) {
 		c := l.Cluster(name)
 		installCRDs(ctx, t, c)
 		k[name] = kclient(t, c)
-		echoPods(ctx, t, c)
+		lab.EchoPodsT(ctx, t, c)
 		startMesh(t, c)
 		ctls[name] = startController(t, l, c)
 	}
