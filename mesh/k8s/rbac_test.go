@@ -70,22 +70,7 @@ func TestClientRBAC(t *testing.T) {
 
 // TestNewWithoutCRD checks the error when the Peer CRD is missing.
 func TestNewWithoutCRD(t *testing.T) {
-	env := k8stest.Start(t)
-	ext := &unstructured.Unstructured{}
-	ext.SetAPIVersion("apiextensions.k8s.io/v1")
-	ext.SetKind("CustomResourceDefinition")
-	ext.SetName(v1alpha1.PeerCRDName)
-	cl, err := client.New(env.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Delete(t.Context(), ext); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "CRD gone", func() bool {
-		err := cl.Get(t.Context(), client.ObjectKey{Name: v1alpha1.PeerCRDName}, ext)
-		return apierrors.IsNotFound(err)
-	})
+	env := k8stest.Start(t, k8stest.WithoutCRDs())
 	var err2 error
 	eventually(t, 30*time.Second, "New fails", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

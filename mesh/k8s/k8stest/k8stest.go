@@ -79,9 +79,22 @@ func building(dir string) bool {
 	return len(m) > 0
 }
 
+// Option changes what Start installs.
+type Option func(*envtest.Environment)
+
+// WithoutCRDs starts the API server with no CRD installed, for tests of what
+// happens where the mesh was never installed. Deleting a CRD instead waits
+// for the API server's finalizer, which took over 30 s on a loaded machine.
+func WithoutCRDs() Option {
+	return func(e *envtest.Environment) {
+		e.CRDDirectoryPaths = nil
+		e.ErrorIfCRDPathMissing = false
+	}
+}
+
 // Start starts an API server with the CRDs of config/crd installed and stops
 // it when the test ends.
-func Start(t testing.TB) *Env {
+func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	dir := BinsDir()
 	deadline := time.Now().Add(WaitForBins)
@@ -100,6 +113,9 @@ func Start(t testing.TB) *Env {
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{CRDDir()},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, o := range opts {
+		o(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {
