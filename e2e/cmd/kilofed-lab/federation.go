@@ -102,31 +102,8 @@ func federationDemo(ctx context.Context, logger *slog.Logger, args []string) (er
 		return errStep("create prod's client pod", err)
 	}
 
-	for i, c := range []*lab.Cluster{prod, dr} {
-		for _, dir := range []string{filepath.Join("federation", "config", "crd"), filepath.Join("servicesync", "config", "crd")} {
-			if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(root, dir)); err != nil {
-				return errStep("install the CRDs of "+dir+" in "+c.Name, fmt.Errorf("%w\n%s", err, out))
-			}
-		}
-		as, err := startMesh(ctx, c, bins["kg"])
-		if err != nil {
-			return errStep("start kg in "+c.Name, err)
-		}
-		for name, p := range as {
-			all[name] = p
-		}
-		dns := netip.AddrPortFrom(l.HostIP(), uint16(5353+i))
-		if _, err := l.Start("kilofed-controller-"+c.Name, bins["kilofed-controller"],
-			"--kubeconfig="+c.Kubeconfig, "--subnet="+c.WireGuardSubnet.String(),
-			"--listen=127.0.0.1:0", "--dns-listen="+dns.String()); err != nil {
-			return errStep("start kilofed-controller in "+c.Name, err)
-		}
-		if err := c.SetClusterSetDNS(ctx, dns); err != nil {
-			return errStep("point "+c.Name+"'s CoreDNS at kilofed's DNS for clusterset.local", err)
-		}
-		if _, err := waitLeaders(ctx, c, as, 60*time.Second); err != nil {
-			return errStep("wait for the mesh of "+c.Name, err)
-		}
+	if err := federate(ctx, l, root, bins, all); err != nil {
+		return err
 	}
 	step("kg on every node and kilofed-controller in each cluster; each CoreDNS forwards clusterset.local to its kilofed-controller")
 
@@ -197,6 +174,41 @@ func federationDemo(ctx context.Context, logger *slog.Logger, args []string) (er
 		return errStep("kilofed status", err)
 	}
 	step("done")
+	return nil
+}
+
+// federate installs the federation and servicesync CRDs in every cluster of
+// l, starts kg on every node (adding the agents to all) and
+// kilofed-controller in each cluster with the cluster's CoreDNS forwarding
+// clusterset.local to it, and waits for each mesh's leaders. It does not
+// join the clusters.
+func federate(ctx context.Context, l *lab.Lab, root string, bins map[string]string, all agents) error {
+	for i, c := range l.Clusters() {
+		for _, dir := range []string{filepath.Join("federation", "config", "crd"), filepath.Join("servicesync", "config", "crd")} {
+			if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(root, dir)); err != nil {
+				return errStep("install the CRDs of "+dir+" in "+c.Name, fmt.Errorf("%w\n%s", err, out))
+			}
+		}
+		as, err := startMesh(ctx, c, bins["kg"])
+		if err != nil {
+			return errStep("start kg in "+c.Name, err)
+		}
+		for name, p := range as {
+			all[name] = p
+		}
+		dns := netip.AddrPortFrom(l.HostIP(), uint16(5353+i))
+		if _, err := l.Start("kilofed-controller-"+c.Name, bins["kilofed-controller"],
+			"--kubeconfig="+c.Kubeconfig, "--subnet="+c.WireGuardSubnet.String(),
+			"--listen=127.0.0.1:0", "--dns-listen="+dns.String()); err != nil {
+			return errStep("start kilofed-controller in "+c.Name, err)
+		}
+		if err := c.SetClusterSetDNS(ctx, dns); err != nil {
+			return errStep("point "+c.Name+"'s CoreDNS at kilofed's DNS for clusterset.local", err)
+		}
+		if _, err := waitLeaders(ctx, c, as, 60*time.Second); err != nil {
+			return errStep("wait for the mesh of "+c.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -19,6 +19,9 @@
 //	                             and keep it until Ctrl-C, printing the kubeconfig paths
 //	                             (one per cluster, and one with a context per cluster);
 //	                             each cluster runs CoreDNS unless -coredns=false
+//	kilofed-lab up --federation [--bin DIR]
+//	                             start the demo's clusters prod and dr with kg,
+//	                             kilofed-controller and CoreDNS, join them, keep them
 //	kilofed-lab clean            remove the leftovers of crashed runs (kfl-* namespaces,
 //	                             links, processes, temp dirs); refuses while a lab runs
 //	kilofed-lab workload ...     the pod workloads (HTTP/UDP echo, sleep, get, udp-send)
@@ -50,6 +53,9 @@ const usage = `usage: kilofed-lab <command>
                    mesh and a pod answered across locations through WireGuard, tear down
   up [-clusters N] [-kube-proxy=false] [-coredns=false] [-pod-routes=false] [--kg PATH]
                    start a lab (kg on every node with --kg) and keep it until Ctrl-C
+  up --federation [--bin DIR]
+                   prod and dr joined by kilofed (as the demo, without the export), kept
+                   until Ctrl-C: the lab the MCS conformance suite runs against
   clean            remove the leftovers of crashed lab runs
   workload ...     run a pod workload (used by the lab's kubelet stand-in)`
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +24,13 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 	coreDNS := fs.Bool("coredns", true, "run CoreDNS as each cluster's DNS (kube-dns ClusterIP .10 of the service CIDR; needs -kube-proxy)")
 	podRoutes := fs.Bool("pod-routes", true, "install host-gw pod routes inside each location (default false with --kg: kg routes)")
 	kgPath := fs.String("kg", "", "run this kg agent binary on every node (default: no agents)")
+	federation := fs.Bool("federation", false, "start the demo's two clusters prod and dr with kg, kilofed-controller and CoreDNS, joined with kilofed join (what the MCS conformance suite runs against)")
+	binFlag := fs.String("bin", "", "with --federation: folder of kg, kilofed and kilofed-controller (default: next to kilofed-lab)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *federation {
+		return upFederation(ctx, logger, *binFlag)
 	}
 	if *clusters < 1 || *clusters > 5 {
 		return fmt.Errorf("-clusters %d: give 1 to 5", *clusters)
@@ -69,6 +77,46 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 			fmt.Println()
 		}
 	}
+	return keepUp(ctx, l)
+}
+
+// upFederation starts the federation demo's lab, joins prod and dr, and
+// keeps it until ctx ends.
+func upFederation(ctx context.Context, logger *slog.Logger, binDir string) error {
+	bins, err := federationBinaries(binDir)
+	if err != nil {
+		return err
+	}
+	root, err := lab.RepoRoot()
+	if err != nil {
+		return fmt.Errorf("run kilofed-lab up --federation from the kilofed repository (it applies the CRDs from there): %w", err)
+	}
+	l, err := lab.Start(ctx, federationSpec(), labOptions(logger)...)
+	if err != nil {
+		return err
+	}
+	fmt.Println(l.Describe())
+	all := agents{}
+	if err := federate(ctx, l, root, bins, all); err != nil {
+		return errors.Join(fmt.Errorf("%w%s", err, agentTails(all)), l.Close())
+	}
+	kubeconfig, err := l.Kubeconfig()
+	if err != nil {
+		return errors.Join(err, l.Close())
+	}
+	fmt.Println("\n$ kilofed --context prod join dr")
+	join := exec.CommandContext(ctx, bins["kilofed"], "--kubeconfig", kubeconfig, "--context", "prod", "join", "dr", "--wait=2m")
+	join.Stdout, join.Stderr = os.Stdout, os.Stdout
+	if err := join.Run(); err != nil {
+		return errors.Join(fmt.Errorf("kilofed join: %w", err), l.Close())
+	}
+	fmt.Printf("kg logs: %s/logs; kilofed-controller logs: %s/logs/kilofed-controller-<cluster>.log\n", l.Dir, l.Dir)
+	return keepUp(ctx, l)
+}
+
+// keepUp prints how to reach the clusters of l, waits for ctx to end and
+// tears l down.
+func keepUp(ctx context.Context, l *lab.Lab) error {
 	for _, c := range l.Clusters() {
 		fmt.Printf("export KUBECONFIG=%s   # cluster %s\n", c.Kubeconfig, c.Name)
 	}
