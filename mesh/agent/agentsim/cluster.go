@@ -1,0 +1,330 @@
+package agentsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology"
+)
+
+// Layout places node i of a simulated cluster: its name, location and
+// addresses.
+type Layout struct {
+	// Locations is how many locations the nodes are spread over, round
+	// robin; at least 1.
+	Locations int
+}
+
+func (l Layout) locations() int { return max(l.Locations, 1) }
+
+// NodeName is node i's name.
+func NodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
+
+// LocationName is the name of location j.
+func LocationName(j int) string { return fmt.Sprintf("loc-%02d", j) }
+
+// Location is node i's location.
+func (l Layout) Location(i int) string { return LocationName(i % l.locations()) }
+
+// LocationNames lists every location.
+func (l Layout) LocationNames() []string {
+	out := make([]string, l.locations())
+	for j := range out {
+		out[j] = LocationName(j)
+	}
+	return out
+}
+
+// InternalIP is node i's address on its location's LAN, 172.(16+j).0.0/16
+// for location j (up to 16 locations).
+func (l Layout) InternalIP(i int) netip.Prefix {
+	j, host := i%l.locations(), i/l.locations()+10
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{172, byte(16 + j%16), byte(host >> 8), byte(host)}), 16)
+}
+
+// ExternalIP is node i's public address, in the benchmarking range
+// 198.18.0.0/15.
+func ExternalIP(i int) netip.Addr {
+	n := uint32(198)<<24 | uint32(18)<<16 + uint32(i) + 1
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+}
+
+// Endpoint is the host:port node i's agent publishes.
+func Endpoint(i int) string { return netip.AddrPortFrom(ExternalIP(i), topology.DefaultPort).String() }
+
+// PodCIDR is node i's pod range, 10.32.0.0/11 cut in /24s.
+func PodCIDR(i int) netip.Prefix {
+	n := uint32(10)<<24 | uint32(32)<<16 + uint32(i)<<8
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), 0}), 24)
+}
+
+// NodeObject is Node i as its kubelet registers it: a location label and a
+// pod range. annotations, when not nil, are set too.
+func (l Layout) NodeObject(i int, annotations map[string]string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName(i),
+			Labels:      map[string]string{k8s.DefaultTopologyLabel: l.Location(i), "kubernetes.io/hostname": NodeName(i)},
+			Annotations: annotations,
+		},
+		Spec: corev1.NodeSpec{PodCIDR: PodCIDR(i).String(), PodCIDRs: []string{PodCIDR(i).String()}},
+	}
+}
+
+// topologyNode is node i as its agent would publish it.
+func (l Layout) topologyNode(i int) topology.Node {
+	return topology.Node{
+		Name: NodeName(i), Location: l.Location(i), Key: PrivateKey(NodeName(i)).PublicKey(),
+		InternalIP: l.InternalIP(i),
+		PodCIDRs: []netip.Prefix{PodCIDR(i)}, Ready: true,
+	}
+}
+
+// Published returns the annotations the agents of nodes [0, n) publish,
+// by node index (with the WireGuard IP of their segment, as the topology
+// of the whole cluster assigns it), for nodes that are API objects only.
+func (l Layout) Published(n int, opts topology.Options) ([]map[string]string, error) {
+	nodes := make([]topology.Node, n)
+	for i := range nodes {
+		nodes[i] = l.topologyNode(i)
+	}
+	topo, err := topology.New(nodes, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]string, n)
+	for i, nd := range nodes {
+		pub := k8s.NodeAnnotations{Key: nd.Key, Endpoint: Endpoint(i), InternalIP: nd.InternalIP, Granularity: topo.Options().Granularity}
+		if s, ok := topo.Segment(nd.Name); ok {
+			pub.WireGuardIP = s.WireGuardIP
+		}
+		if out[i], err = pub.Values(); err != nil {
+			return nil, err
+		}
+		for k, v := range out[i] {
+			if v == "" {
+				delete(out[i], k)
+			}
+		}
+	}
+	return out, nil
+}
+
+// CreateNodes creates Node i for each i in idx, with annotations[i] when
+// annotations is not nil, a few at a time.
+func (l Layout) CreateNodes(ctx context.Context, kube kubernetes.Interface, idx []int, annotations []map[string]string) error {
+	return parallel(ctx, len(idx), 16, func(k int) error {
+		i := idx[k]
+		var a map[string]string
+		if annotations != nil {
+			a = annotations[i]
+		}
+		_, err := kube.CoreV1().Nodes().Create(ctx, l.NodeObject(i, a), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// parallel runs f(0..n-1) on up to width goroutines and joins the errors.
+func parallel(ctx context.Context, n, width int, f func(int) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(width, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(k); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// Writer stands in for the agents of nodes that are API objects only: it
+// renews their heartbeat Leases as their agents would, and churns their
+// Nodes. It is a plain client with no rate limit and no informer, so that
+// it costs the measured process and the API server little beyond the
+// writes themselves.
+type Writer struct {
+	kube      kubernetes.Interface
+	namespace string
+	duration  time.Duration
+	nodes     []int
+	mu        sync.Mutex
+	leases    map[int]*coordinationv1.Lease
+
+	// Renewals and Churned count the Lease renewals and Node updates done;
+	// Errors the failed writes.
+	Renewals, Churned, Errors atomic.Int64
+}
+
+// NewWriter returns a Writer for Nodes idx, whose Leases last duration
+// (zero: k8s.DefaultLeaseDuration), over a client of its own.
+func NewWriter(cfg *rest.Config, idx []int, duration time.Duration) (*Writer, error) {
+	rc := rest.CopyConfig(cfg)
+	rc.QPS, rc.Burst = -1, 0
+	rc.UserAgent = "agentsim-writer"
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if duration <= 0 {
+		duration = k8s.DefaultLeaseDuration
+	}
+	return &Writer{kube: kube, namespace: k8s.DefaultLeaseNamespace, duration: duration, nodes: idx, leases: map[int]*coordinationv1.Lease{}}, nil
+}
+
+// CreateLeases creates the nodes' heartbeat Leases, owned by their Nodes,
+// as their agents' first heartbeat does.
+func (w *Writer) CreateLeases(ctx context.Context) error {
+	return parallel(ctx, len(w.nodes), 16, func(k int) error {
+		i := w.nodes[k]
+		n, err := w.kube.CoreV1().Nodes().Get(ctx, NodeName(i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Name: k8s.LeaseName(n.Name), Namespace: w.namespace, Labels: map[string]string{k8s.LeaseLabel: "true"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}},
+		}}
+		w.renew(l, n.Name)
+		out, err := w.kube.CoordinationV1().Leases(w.namespace).Create(ctx, l, metav1.CreateOptions{FieldManager: k8s.FieldManager})
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.leases[i] = out
+		w.mu.Unlock()
+		return nil
+	})
+}
+
+func (w *Writer) renew(l *coordinationv1.Lease, holder string) {
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(math.Ceil(w.duration.Seconds()))
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &secs, &now
+	if l.Spec.AcquireTime == nil {
+		l.Spec.AcquireTime = &now
+	}
+}
+
+// RenewLeases renews every Lease once per period, spread evenly over the
+// period, until ctx ends.
+func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
+	const slot = 10 * time.Millisecond
+	work := make(chan int, len(w.nodes))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				w.renewOne(ctx, i)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(work)
+	t := time.NewTicker(slot)
+	defer t.Stop()
+	start, sent := time.Now(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			due := int(float64(len(w.nodes)) * float64(now.Sub(start)) / float64(period))
+			for ; sent < due; sent++ {
+				select {
+				case work <- w.nodes[sent%len(w.nodes)]:
+				default: // the API server is behind: skip, as a late agent would
+				}
+			}
+		}
+	}
+}
+
+func (w *Writer) renewOne(ctx context.Context, i int) {
+	w.mu.Lock()
+	l := w.leases[i]
+	w.mu.Unlock()
+	api := w.kube.CoordinationV1().Leases(w.namespace)
+	var err error
+	if l != nil {
+		l = l.DeepCopy()
+		w.renew(l, NodeName(i))
+		l, err = api.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.FieldManager})
+	}
+	if l == nil || apierrors.IsConflict(err) {
+		l, err = api.Get(ctx, k8s.LeaseName(NodeName(i)), metav1.GetOptions{})
+		if err == nil {
+			w.renew(l, NodeName(i))
+			l, err = api.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.FieldManager})
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Errors.Add(1)
+		}
+		l = nil
+	} else {
+		w.Renewals.Add(1)
+	}
+	w.mu.Lock()
+	w.leases[i] = l
+	w.mu.Unlock()
+}
+
+// Churn updates rate Nodes per second until ctx ends, round robin: each
+// update flips the node's kilo.squat.ai/persistent-keepalive between 0 and
+// 25, a change every agent reads and reconciles.
+func (w *Writer) Churn(ctx context.Context, rate float64) {
+	t := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer t.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		i := w.nodes[k%len(w.nodes)]
+		ka := strconv.Itoa(25 * ((k / len(w.nodes)) % 2 ^ 1))
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, k8s.PersistentKeepaliveAnnotation, ka)
+		if _, err := w.kube.CoreV1().Nodes().Patch(ctx, NodeName(i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if ctx.Err() == nil {
+				w.Errors.Add(1)
+			}
+			continue
+		}
+		w.Churned.Add(1)
+	}
+}

@@ -1,0 +1,134 @@
+package agentsim
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
+)
+
+func TestParseMetricsSumsRequestsByVerbAndResourceAndWatchEventsByResource(t *testing.T) {
+	text := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 120
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 7
+apiserver_watch_events_total{group="coordination.k8s.io",resource="leases",version="v1"} 4.5e+03
+apiserver_watch_events_total{group="",kind="Node",version="v1"} 10
+apiserver_request_duration_seconds_bucket{verb="PUT",le="0.1"} 99
+`
+	c, err := ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"PUT leases": 123, "PATCH nodes/status": 2, "GET -//metrics": 7}
+	for k, v := range want {
+		if c.Requests[k] != v {
+			t.Errorf("Requests[%q] = %v, want %v (all: %v)", k, c.Requests[k], v, c.Requests)
+		}
+	}
+	if len(c.Requests) != len(want) {
+		t.Errorf("Requests = %v, want only %v", c.Requests, want)
+	}
+	if c.WatchEvents["leases"] != 4500 || c.WatchEvents["node"] != 10 || len(c.WatchEvents) != 2 {
+		t.Errorf("WatchEvents = %v, want leases 4500 and node 10", c.WatchEvents)
+	}
+	prev := Counters{Requests: map[string]float64{"PUT leases": 100}, WatchEvents: map[string]float64{"leases": 500}}
+	d := c.Sub(prev)
+	if d.Requests["PUT leases"] != 23 || d.WatchEvents["leases"] != 4000 || d.TotalWatchEvents() != 4010 {
+		t.Errorf("Sub = %+v, want PUT leases 23, leases events 4000, 4010 in all", d)
+	}
+}
+
+func TestProcCPUAndRSSOfThisProcess(t *testing.T) {
+	cpu, err := ProcCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu < 0 || cpu > SelfCPUSeconds()+1 {
+		t.Errorf("ProcCPUSeconds(self) = %v, rusage says %v", cpu, SelfCPUSeconds())
+	}
+	rss, err := RSSBytes(os.Getpid())
+	if err != nil || rss < 1<<20 {
+		t.Errorf("RSSBytes(self) = %d, %v; want at least 1 MiB", rss, err)
+	}
+}
+
+// TestSimulatedAgentsConvergeBesideObjectOnlyNodes runs three agents and
+// three Nodes that are API objects only (their Leases renewed by a Writer)
+// in two locations against a real API server: every agent sees all six
+// nodes ready, they agree on the leaders, the API server counts the
+// agents' Lease renewals and the watch events, and envtest's API server and
+// etcd are found as children of this process.
+func TestSimulatedAgentsConvergeBesideObjectOnlyNodes(t *testing.T) {
+	env := k8stest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Locations: 2}
+	agents, objects := []int{0, 1, 2}, []int{3, 4, 5}
+	pub, err := l.Published(6, Options{}.withDefaults().Topology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateNodes(ctx, kube, slices.Concat(agents, objects), pub); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(env.Config, objects, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWriter := context.WithCancel(ctx)
+	defer stopWriter()
+	go w.RenewLeases(wctx, time.Second)
+
+	before, err := Scrape(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Start(ctx, env.Config, l, agents, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	if err := f.WaitConverged(ctx, 6, l.LocationNames()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		after, err := Scrape(ctx, env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := after.Sub(before)
+		if d.Requests["PUT leases"] >= 6 && d.WatchEvents["leases"] >= 6 && w.Renewals.Load() >= 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("lease renewals or watch events not counted: %+v, writer renewals %d", d, w.Renewals.Load())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		pid, err := ChildPID(os.Getpid(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ProcCPUSeconds(pid); err != nil {
+			t.Errorf("%s (%d): %v", name, pid, err)
+		}
+	}
+}
