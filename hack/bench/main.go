@@ -111,6 +111,26 @@ func bench(o options) error {
 		if len(names) == 0 {
 			continue
 		}
+		if !p.Lab {
+			var slow []string
+			names, slow = splitOnce(names)
+			for _, n := range slow {
+				if o.quick {
+					r.Skipped = append(r.Skipped, p.Path()+"."+n)
+				}
+			}
+			if len(slow) > 0 && !o.quick {
+				res, fails := runLab(root, logs, p, slow, o)
+				for _, x := range res {
+					labPkgs[x.Package+"."+benchRoot(x.Name)] = true
+				}
+				r.Results = append(r.Results, res...)
+				r.Failures = append(r.Failures, fails...)
+			}
+			if len(names) == 0 {
+				continue
+			}
+		}
 		if p.Lab {
 			res, fails := runLab(root, logs, p, names, o)
 			for _, x := range res {
@@ -170,6 +190,27 @@ func markdown(r Run) string {
 		fmt.Fprintf(&b, "\nNot run: %s\n", strings.Join(r.Skipped, ", "))
 	}
 	return b.String()
+}
+
+// once are the benchmarks outside e2e/ that take their own samples over
+// minutes (real API servers, an external server and load generator): like
+// the lab ones, they run once each (-benchtime 1x) under the lab lock, and
+// --quick leaves them out.
+var once = map[string]bool{
+	"BenchmarkServicesyncScale":  true, // servicesync/scale_bench_test.go: three API servers, 100 and 1000 services
+	"BenchmarkDNSAgainstCoreDNS": true, // dns/server/dnsperf_bench_test.go: dnsperf against kilofed and CoreDNS
+}
+
+// splitOnce splits names into the cheap benchmarks and those of once.
+func splitOnce(names []string) (cheap, slow []string) {
+	for _, n := range names {
+		if once[n] {
+			slow = append(slow, n)
+		} else {
+			cheap = append(cheap, n)
+		}
+	}
+	return cheap, slow
 }
 
 // runCheap runs the benchmarks of a package that needs no lab with go test.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,5 +80,33 @@ func TestDiscoverFindsTheRepositorysBenchmarks(t *testing.T) {
 		if !ok || p.Module != want.module || p.Lab != want.lab || !strings.Contains(strings.Join(p.Names, " "), want.name) {
 			t.Errorf("%s: got %+v (listed: %v), want module %s, lab %v, with %s", path, p, ok, want.module, want.lab, want.name)
 		}
+	}
+}
+
+// TestOnceBenchmarksRunOnceAndKeepTheirFigures: the benchmarks of once run
+// apart from the cheap ones of their package, and, like a lab benchmark,
+// their ns/op (the whole set-up) is left out of the figures, while the
+// cheap benchmark of the same package keeps its own.
+func TestOnceBenchmarksRunOnceAndKeepTheirFigures(t *testing.T) {
+	cheap, slow := splitOnce([]string{"BenchmarkDNSAgainstCoreDNS", "BenchmarkServerQueriesPerSecond"})
+	if !cmp.Equal(cheap, []string{"BenchmarkServerQueriesPerSecond"}) || !cmp.Equal(slow, []string{"BenchmarkDNSAgainstCoreDNS"}) {
+		t.Errorf("splitOnce = %v, %v", cheap, slow)
+	}
+	const pkg = "github.com/kilofed/kilofed/dns/server"
+	results := []Result{
+		{Package: pkg, Name: "BenchmarkServerQueriesPerSecond", Metrics: map[string]float64{"ns/op": 40000, "queries/s": 25000}},
+		{Package: pkg, Name: "BenchmarkDNSAgainstCoreDNS", Metrics: map[string]float64{"ns/op": 6e10, "kilofed-qps": 40000, "coredns-qps": 20000}},
+	}
+	var got []string
+	for _, f := range Aggregate(results, map[string]bool{pkg + ".BenchmarkDNSAgainstCoreDNS": true}) {
+		got = append(got, fmt.Sprintf("%s %s %g", f.Benchmark, f.Unit, f.Ratio))
+	}
+	want := []string{
+		"BenchmarkServerQueriesPerSecond ns/op 0",
+		"BenchmarkServerQueriesPerSecond queries/s 0",
+		"BenchmarkDNSAgainstCoreDNS kilofed-qps 2",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("figures (-want +got):\n%s", d)
 	}
 }
