@@ -92,7 +92,7 @@ func (l Layout) topologyNode(i int) topology.Node {
 	return topology.Node{
 		Name: NodeName(i), Location: l.Location(i), Key: PrivateKey(NodeName(i)).PublicKey(),
 		InternalIP: l.InternalIP(i),
-		PodCIDRs: []netip.Prefix{PodCIDR(i)}, Ready: true,
+		PodCIDRs:   []netip.Prefix{PodCIDR(i)}, Ready: true,
 	}
 }
 
@@ -183,8 +183,9 @@ type Writer struct {
 	leases    map[int]*coordinationv1.Lease
 
 	// Renewals and Churned count the Lease renewals and Node updates done;
-	// Errors the failed writes.
-	Renewals, Churned, Errors atomic.Int64
+	// Errors the failed writes; Late the renewals skipped because the
+	// previous ones had not returned yet (the API server is behind).
+	Renewals, Churned, Errors, Late atomic.Int64
 }
 
 // NewWriter returns a Writer for Nodes idx, whose Leases last duration
@@ -193,6 +194,7 @@ func NewWriter(cfg *rest.Config, idx []int, duration time.Duration) (*Writer, er
 	rc := rest.CopyConfig(cfg)
 	rc.QPS, rc.Burst = -1, 0
 	rc.UserAgent = "agentsim-writer"
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -243,7 +245,7 @@ func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
 	const slot = 10 * time.Millisecond
 	work := make(chan int, len(w.nodes))
 	var wg sync.WaitGroup
-	for range 16 {
+	for range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -267,6 +269,7 @@ func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
 				select {
 				case work <- w.nodes[sent%len(w.nodes)]:
 				default: // the API server is behind: skip, as a late agent would
+					w.Late.Add(1)
 				}
 			}
 		}
@@ -317,7 +320,7 @@ func (w *Writer) Churn(ctx context.Context, rate float64) {
 		case <-t.C:
 		}
 		i := w.nodes[k%len(w.nodes)]
-		ka := strconv.Itoa(25 * ((k / len(w.nodes)) % 2 ^ 1))
+		ka := strconv.Itoa(25 * ((k/len(w.nodes))%2 ^ 1))
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, k8s.PersistentKeepaliveAnnotation, ka)
 		if _, err := w.kube.CoreV1().Nodes().Patch(ctx, NodeName(i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			if ctx.Err() == nil {

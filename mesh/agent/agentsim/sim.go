@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/kilofed/kilofed/mesh/agent"
@@ -44,6 +45,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Topology are the mesh options (location granularity by default).
 	Topology topology.Options
+
+	// metrics, shared by the agents of a Fleet, count their reconciliations.
+	metrics *agent.Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -70,6 +74,7 @@ type Agent struct {
 // Fleet is a set of simulated agents running in this process.
 type Fleet struct {
 	Agents []*Agent
+	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -104,6 +109,7 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 		Links:           Links{},
 		Router:          Router{},
 		Firewall:        Firewall{},
+		Metrics:         o.metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -115,7 +121,8 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 // connected and running.
 func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options) (*Fleet, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &Fleet{cancel: cancel}
+	f := &Fleet{cancel: cancel, reg: prometheus.NewRegistry()}
+	o.metrics = agent.NewMetrics(f.reg)
 	type started struct {
 		i   int
 		a   *Agent
@@ -155,6 +162,26 @@ func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options
 func (f *Fleet) Stop() {
 	f.cancel()
 	f.wg.Wait()
+}
+
+// Counts returns the reconciliations the agents made so far, and the
+// leader changes they saw, summed over the agents.
+func (f *Fleet) Counts() (reconciles, leaderChanges float64) {
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "kilo_reconciles_total":
+				reconciles += m.GetCounter().GetValue()
+			case "kilo_leader_changes_total":
+				leaderChanges += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return reconciles, leaderChanges
 }
 
 // Converged reports whether every agent's last reconciliation succeeded
