@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -55,6 +56,7 @@ type scaleCluster struct {
 	pods     netip.Prefix
 	services netip.Prefix
 	requests atomic.Int64 // API requests of its servicesync
+	byKind   kindCounts
 }
 
 // BenchmarkServicesyncScale measures servicesync at scale on real API
@@ -227,8 +229,8 @@ func scaleRun(b *testing.B, n int) scaleSample {
 	for _, c := range clusters {
 		cfg := rest.CopyConfig(c.admin.Config)
 		cfg.QPS, cfg.Burst = 0, 0 // what clientcmd and rest.InClusterConfig give the controller
-		counter := &c.requests
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, counter} }
+		counter, kinds := &c.requests, &c.byKind
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, counter, kinds} }
 		local, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
 		if err != nil {
 			b.Fatal(err)
@@ -244,6 +246,7 @@ func scaleRun(b *testing.B, n int) scaleSample {
 	idleHeap, _ := memory()
 
 	before := totalRequests(clusters)
+	_, kinds0 := clusters[0].byKind.since(nil)
 	start := time.Now()
 	parallel(b, n, func(i int) error {
 		c := clusters[i%len(clusters)]
@@ -262,11 +265,15 @@ func scaleRun(b *testing.B, n int) scaleSample {
 	wg.Wait()
 	converge := slices.Max(converged)
 	reqs := totalRequests(clusters) - before
+	byKind, kinds1 := clusters[0].byKind.since(kinds0)
+	b.Logf("%d services: requests of %s's servicesync until converged: %s", n, clusters[0].name, byKind)
 	heap, rss := memory()
 	// The steady load once converged: what every poll costs.
 	r0, t0 := totalRequests(clusters), time.Now()
 	time.Sleep(10 * time.Second)
 	steady := float64(totalRequests(clusters)-r0) / time.Since(t0).Seconds()
+	byKind, _ = clusters[0].byKind.since(kinds1)
+	b.Logf("%d services: requests of %s's servicesync in %.0f s once converged: %s", n, clusters[0].name, time.Since(t0).Seconds(), byKind)
 	// Written by the controllers: in each cluster an import, a derived
 	// Service and a slice per service; an ExportedService per export.
 	objects := float64(len(clusters)*3*n + n)
@@ -277,7 +284,7 @@ func scaleRun(b *testing.B, n int) scaleSample {
 // startScaleCluster starts an API server with the mesh's, the federation's
 // and servicesync's CRDs, the Service range services, and one Node
 // holding the pod range pods.
-func startScaleCluster(b *testing.B, name string, pods, services netip.Prefix, wgIP string) *scaleCluster {
+func startScaleCluster(b testing.TB, name string, pods, services netip.Prefix, wgIP string) *scaleCluster {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: k8stest.BinsDir(),
 		CRDDirectoryPaths:     []string{k8stest.CRDDir(), filepath.Join("..", "federation", "config", "crd"), filepath.Join("config", "crd")},
@@ -410,14 +417,81 @@ func parallel(b *testing.B, n int, f func(int) error) {
 	}
 }
 
+// countingTransport counts the requests of a controller, in all and by
+// verb and resource.
 type countingTransport struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
+	rt     http.RoundTripper
+	n      *atomic.Int64
+	byKind *kindCounts
 }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.n.Add(1)
+	t.byKind.add(requestKind(r))
 	return t.rt.RoundTrip(r)
+}
+
+// kindCounts counts requests by "verb resource".
+type kindCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (k *kindCounts) add(kind string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[string]int{}
+	}
+	k.n[kind]++
+}
+
+// since returns the counts minus those of before, as "verb resource n",
+// the largest first.
+func (k *kindCounts) since(before map[string]int) (string, map[string]int) {
+	k.mu.Lock()
+	now := maps.Clone(k.n)
+	k.mu.Unlock()
+	type kv struct {
+		k string
+		n int
+	}
+	var out []kv
+	for kind, n := range now {
+		if d := n - before[kind]; d > 0 {
+			out = append(out, kv{kind, d})
+		}
+	}
+	slices.SortFunc(out, func(a, b kv) int { return b.n - a.n })
+	var parts []string
+	for _, x := range out {
+		parts = append(parts, fmt.Sprintf("%s %d", x.k, x.n))
+	}
+	return strings.Join(parts, ", "), now
+}
+
+// requestKind returns "verb resource" of an API request: get, list, patch...
+func requestKind(r *http.Request) string {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	i := 2 // /api/v1/...
+	if len(segs) > 0 && segs[0] == "apis" {
+		i = 3 // /apis/group/version/...
+	}
+	if len(segs) <= i {
+		return strings.ToLower(r.Method) + " " + r.URL.Path
+	}
+	rest := segs[i:]
+	if len(rest) > 2 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	verb := strings.ToLower(r.Method)
+	switch {
+	case r.Method == http.MethodGet && len(rest) == 1:
+		verb = "list"
+	case r.Method == http.MethodDelete && len(rest) == 1:
+		verb = "deletecollection"
+	}
+	return verb + " " + rest[0]
 }
 
 func totalRequests(cs []*scaleCluster) int64 {

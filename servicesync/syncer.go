@@ -256,7 +256,11 @@ func (s *Syncer) exportStatus(ctx context.Context, le localExport) error {
 		c.ObservedGeneration = ex.Generation
 		meta.SetStatusCondition(&conds, c)
 	}
-	if reflect.DeepEqual(conds, ex.Status.Conditions) {
+	// The ServiceExport CRD has no status subresource: writing the
+	// conditions bumps the export's generation, so a condition differing
+	// only in observedGeneration is not written again (it would be at every
+	// poll, bumping it each time).
+	if sameConditions(conds, ex.Status.Conditions) {
 		return nil
 	}
 	patch := client.MergeFrom(ex.DeepCopy())
@@ -270,6 +274,15 @@ func (s *Syncer) exportStatus(ctx context.Context, le localExport) error {
 		}
 	}
 	return nil
+}
+
+// sameConditions reports whether a and b hold the same conditions, in the
+// same order, but for their observedGeneration.
+func sameConditions(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		x.ObservedGeneration, y.ObservedGeneration = 0, 0
+		return reflect.DeepEqual(x, y)
+	})
 }
 
 func (s *Syncer) logRefused(k string, refused []merge.Refusal) {

@@ -1,0 +1,111 @@
+package servicesync_test
+
+import (
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/kilofed/kilofed/federation/discover"
+	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
+	"github.com/kilofed/kilofed/servicesync"
+	ssv1 "github.com/kilofed/kilofed/servicesync/apis/v1alpha1"
+)
+
+// TestSteadyStateWritesNothing runs servicesync on a real API server (the
+// lab's, through envtest, with servicesync's CRDs) with one exported
+// Service: once the export is imported and its conditions are written, a
+// further poll writes nothing. The ServiceExport CRD has no status
+// subresource, so writing its conditions bumps its generation: conditions
+// stamped with the new generation differ from those written, and, before,
+// every poll patched every export again (BenchmarkServicesyncScale counted
+// one patch per export per poll).
+func TestSteadyStateWritesNothing(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
+		}
+		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
+	}
+	ctx := t.Context()
+	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
+	t.Cleanup(func() { _ = c.env.Stop() })
+	admin := c.admin.Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ssv1.Namespace}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-x1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.10.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(80))}}},
+		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}},
+	} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var writes atomic.Int64
+	cfg := rest.CopyConfig(c.admin.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes} }
+	local, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := servicesync.New(servicesync.Config{Local: local, ClusterID: "prod", Ranges: discover.Options{ServiceCIDRs: []netip.Prefix{c.services}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Published, imported, then the export Ready: a few polls.
+	for range 3 {
+		if err := s.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ex mcsv1beta1.ServiceExport
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, &ex); err != nil {
+		t.Fatal(err)
+	}
+	ready := false
+	for _, cond := range ex.Status.Conditions {
+		ready = ready || (cond.Type == "Ready" && cond.Status == metav1.ConditionTrue)
+	}
+	if !ready {
+		t.Fatalf("the export is not Ready after 3 polls: %+v", ex.Status.Conditions)
+	}
+	before := writes.Load()
+	for range 3 {
+		if err := s.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := writes.Load() - before; n != 0 {
+		var now mcsv1beta1.ServiceExport
+		_ = admin.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, &now)
+		t.Errorf("3 polls with nothing changed wrote %d times (the export's generation went from %d to %d)", n, ex.Generation, now.Generation)
+	}
+}
+
+// writeCounter counts the requests that are not reads.
+type writeCounter struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		w.n.Add(1)
+	}
+	return w.rt.RoundTrip(r)
+}
