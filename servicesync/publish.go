@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -123,8 +124,11 @@ func Spec(cluster string, ex *mcsv1beta1.ServiceExport, svc *corev1.Service, sli
 			ep := ssv1.Endpoint{Addresses: e.Addresses, Ready: isTrue(e.Conditions.Ready, true), Serving: isTrue(e.Conditions.Serving, isTrue(e.Conditions.Ready, true)), Terminating: isTrue(e.Conditions.Terminating, false)}
 			if e.Hostname != nil {
 				ep.Hostname = *e.Hostname
-			} else if e.TargetRef != nil && e.TargetRef.Kind == "Pod" && spec.Type == ssv1.Headless {
-				ep.Hostname = e.TargetRef.Name
+			} else if spec.Type == ssv1.Headless && len(e.Addresses) > 0 {
+				// As CoreDNS names a headless endpoint without a hostname
+				// in cluster.local, and as the MCS conformance suite
+				// expects: its first address, dashed.
+				ep.Hostname = dashed(e.Addresses[0])
 			}
 			spec.Endpoints[i].Endpoints = append(spec.Endpoints[i].Endpoints, ep)
 		}
@@ -133,6 +137,12 @@ func Spec(cluster string, ex *mcsv1beta1.ServiceExport, svc *corev1.Service, sli
 		slicesSortEndpoints(spec.Endpoints[i].Endpoints)
 	}
 	return spec
+}
+
+// dashed returns an address with its dots or colons turned into dashes
+// (10.11.0.4 -> 10-11-0-4), the DNS label of an endpoint without a hostname.
+func dashed(addr string) string {
+	return strings.NewReplacer(".", "-", ":", "-").Replace(addr)
 }
 
 func isTrue(b *bool, dflt bool) bool {

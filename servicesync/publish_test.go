@@ -44,7 +44,7 @@ func TestSpecPublishesTheServiceAndItsEndpoints(t *testing.T) {
 			{AddressType: discoveryv1.AddressTypeIPv4, Ports: []ssv1.EndpointPort{{Name: "http", Protocol: proto, Port: port}},
 				Endpoints: []ssv1.Endpoint{
 					{Addresses: []string{"10.11.1.5"}, Hostname: "web-0", Ready: true, Serving: true},
-					{Addresses: []string{"10.11.1.6"}, Hostname: "web-1", Serving: true, Terminating: true},
+					{Addresses: []string{"10.11.1.6"}, Hostname: "10-11-1-6", Serving: true, Terminating: true},
 				}},
 		},
 	}

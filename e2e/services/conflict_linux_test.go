@@ -63,8 +63,8 @@ func testHeadless(ctx context.Context, t *testing.T, s *svcs) {
 		}
 		slices.Sort(got)
 		var want []string
-		for pod, ip := range s.ips["dr"] {
-			want = append(want, pod+"="+ip)
+		for _, ip := range s.ips["dr"] {
+			want = append(want, strings.ReplaceAll(ip, ".", "-")+"="+ip)
 		}
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
