@@ -199,6 +199,10 @@ func markdown(r Run) string {
 var once = map[string]bool{
 	"BenchmarkServicesyncScale":  true, // servicesync/scale_bench_test.go: three API servers, 100 and 1000 services
 	"BenchmarkDNSAgainstCoreDNS": true, // dns/server/dnsperf_bench_test.go: dnsperf against kilofed and CoreDNS
+	// mesh/agent/agentsim (docs/scale.md): simulated agents against a real
+	// API server, 3 rounds of each size, each round set up from scratch.
+	"BenchmarkAPILoad":                true,
+	"BenchmarkAgentIn1000NodeCluster": true,
 }
 
 // splitOnce splits names into the cheap benchmarks and those of once.

@@ -129,7 +129,9 @@ func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options
 		err error
 	}
 	out := make(chan started)
-	sem := make(chan struct{}, 8) // connect a few at a time, as a rollout does
+	// Connect many at a time: each k8s.New waits up to a lease duration for
+	// the Leases it lists to be renewed.
+	sem := make(chan struct{}, 64)
 	for k, i := range idx {
 		go func() {
 			sem <- struct{}{}
