@@ -15,6 +15,11 @@ declare -A need=(
 	[ping]=iputils-ping
 	[ipset]=ipset
 	[iperf3]=iperf3
+	[socat]=socat
+	[nslookup]=bind9-dnsutils
+	[dig]=bind9-dnsutils
+	[nc]=netcat-openbsd
+	[dnsperf]=dnsperf
 )
 missing=()
 for cmd in "${!need[@]}"; do

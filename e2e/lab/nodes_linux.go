@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,6 +50,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 				Labels:          n.Labels,
 				Annotations:     n.Annotations,
 				WorkloadCommand: []string{l.labBin, "workload"},
+				ImageBinDir:     imageBinDir(l.labBin),
 				ClusterDNS:      c.ClusterDNS,
 				ClusterDomain:   c.ClusterDomain,
 				Logger:          l.logger.With("cluster", c.Name),
@@ -342,3 +344,19 @@ func (l *Lab) listPodNetns() []string {
 
 // ownsPodNetns reports whether a namespace belongs to one of the lab's pods.
 func (l *Lab) ownsPodNetns(name string) bool { return slices.Contains(l.podNetns, name) }
+
+// imageBinDir is the folder of kilofed's binaries (kg, kilofed-controller)
+// that the kubelet stand-ins run for containers of kilofed's images:
+// $KILOFED_BIN when it is a folder, else the lab binary's folder when kg is
+// next to it, else none (those images then get a built-in workload).
+func imageBinDir(labBin string) string {
+	if dir := os.Getenv("KILOFED_BIN"); dir != "" {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+	}
+	if dir := filepath.Dir(labBin); labBin != "" && allExecutable(dir, []string{"kg"}) {
+		return dir
+	}
+	return ""
+}

@@ -54,6 +54,12 @@ type Config struct {
 	// workload.Main arguments are appended. The lab passes
 	// {"/path/kilofed-lab", "workload"}.
 	WorkloadCommand []string
+	// ImageBinDir, optional, is the folder holding kilofed's own binaries
+	// (kg, kilofed-controller): a container of an image whose repository
+	// ends in one of those names runs that binary with its command, args
+	// and env (see the package doc). When empty, such images get a
+	// built-in workload like any other. The lab passes $KILOFED_BIN.
+	ImageBinDir string
 	// ClusterDNS is the nameserver written into each pod's resolv.conf; no
 	// resolv.conf is written when it is the zero Addr.
 	ClusterDNS netip.Addr

@@ -20,9 +20,14 @@ const (
 // restart history. Only the pod's reconcile touches it.
 type containerRuntime struct {
 	name, image string
+	spec        corev1.Container
 	plan        workloadPlan
-	readyFile   string
-	proc        *process // current run, nil when not running
+	// host, when not nil, is the image configuration of a container that
+	// runs its own command as a host program (hostImage); plan is unused
+	// then.
+	host      *imageConfig
+	readyFile string   // built-in workloads: created once their ports are bound
+	proc      *process // current run, nil when not running
 	// current is the last run started, for the kubelet API's goroutines
 	// (proc is the reconcile's own view).
 	current    atomic.Pointer[process]
@@ -39,21 +44,23 @@ type containerRuntime struct {
 // startContainer starts a new run of c inside the pod's netns. A process
 // that cannot start counts as a run that exited with status 127.
 func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
-	_ = os.Remove(c.readyFile)
-	id := podIdentity{Pod: rt.name, Namespace: rt.namespace, Cluster: k.cfg.Cluster, Node: k.cfg.NodeName}
-	argv := append([]string{"ip", "netns", "exec", rt.sandbox.Netns}, k.cfg.WorkloadCommand...)
-	argv = append(argv, c.plan.args(id, c.readyFile)...)
+	if c.readyFile != "" {
+		_ = os.Remove(c.readyFile)
+	}
 	now := k.now()
 	c.id = fmt.Sprintf("kilofed-lab://%s-%s-%d", shortUID(rt.uid), c.name, c.restarts)
 	c.startedAt, c.ready, c.waiting = now, false, ""
-	p, err := k.start(processSpec{
-		Argv:    argv,
-		Env:     append(os.Environ(), id.env()...),
-		LogPath: k.logPath(rt.namespace, rt.name, c.name),
-	})
+	spec, err := k.containerProcess(rt, c)
+	var p *process
+	if err == nil {
+		p, err = k.start(spec)
+	}
 	if err != nil {
 		k.log.Error("container start failed", "pod", rt.key, "container", c.name, "err", err)
+		appendLog(k.logPath(rt.namespace, rt.name, c.name), now, spec.Argv, "kubelet stand-in: "+err.Error()+"\n")
 		p = exitedProcess(127, now)
+	} else if c.host != nil {
+		k.log.Info("container started", "pod", rt.key, "container", c.name, "argv", spec.Argv, "pid", p.pid)
 	} else {
 		k.log.Info("container started", "pod", rt.key, "container", c.name, "workload", c.plan.Kind, "ports", c.plan.Ports, "pid", p.pid)
 	}
@@ -64,6 +71,31 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 		<-p.done
 		queue.Add(key)
 	}()
+}
+
+// containerProcess returns the process of a new run of c: its own command
+// (host images) or its built-in workload, in the pod's netns.
+func (k *kubelet) containerProcess(rt *podRuntime, c *containerRuntime) (processSpec, error) {
+	logPath := k.logPath(rt.namespace, rt.name, c.name)
+	prefix := netnsExecPrefix(rt.sandbox.Netns)
+	if c.host == nil {
+		id := podIdentity{Pod: rt.name, Namespace: rt.namespace, Cluster: k.cfg.Cluster, Node: k.cfg.NodeName}
+		argv := append(append(prefix, k.cfg.WorkloadCommand...), c.plan.args(id, c.readyFile)...)
+		return processSpec{Argv: argv, Env: append(os.Environ(), id.env()...), LogPath: logPath}, nil
+	}
+	env := containerEnv(rt.pod, &c.spec)
+	argv := containerArgv(*c.host, &c.spec, envMap(env))
+	if len(argv) == 0 {
+		return processSpec{}, fmt.Errorf("container %q of image %s has no command: give command or args", c.name, c.image)
+	}
+	if _, err := lookPath(argv[0], envMap(env)["PATH"]); err != nil {
+		return processSpec{}, fmt.Errorf("container %q: %w", c.name, err)
+	}
+	dir := c.spec.WorkingDir
+	if dir == "" {
+		dir = "/"
+	}
+	return processSpec{Argv: append(prefix, argv...), Env: env, Dir: dir, LogPath: logPath}, nil
 }
 
 // syncContainer records an exit, restarts per policy after a backoff, and
@@ -84,8 +116,10 @@ func (k *kubelet) syncContainer(rt *podRuntime, c *containerRuntime, policy core
 			c.lastExit, c.exitedAt, c.waiting = &exit, exit.FinishedAt, "CrashLoopBackOff"
 		default:
 			if !c.ready {
-				if _, err := os.Stat(c.readyFile); err != nil {
-					return readyPollInterval
+				if c.readyFile != "" {
+					if _, err := os.Stat(c.readyFile); err != nil {
+						return readyPollInterval
+					}
 				}
 				c.ready = true
 			}
@@ -110,7 +144,9 @@ func (k *kubelet) stopContainer(rt *podRuntime, c *containerRuntime) {
 			k.log.Error("container stop failed", "pod", rt.key, "container", c.name, "pid", c.proc.pid, "err", err)
 		}
 	}
-	_ = os.Remove(c.readyFile)
+	if c.readyFile != "" {
+		_ = os.Remove(c.readyFile)
+	}
 }
 
 // running reports whether the last run of c is still going on; safe from
@@ -165,4 +201,15 @@ func (rt *podRuntime) snapshot() podSnapshot {
 		s.Containers = append(s.Containers, cs)
 	}
 	return s
+}
+
+// appendLog writes a run that never started into a container log: its run
+// marker and msg, so that `kubectl logs` tells why.
+func appendLog(path string, at time.Time, argv []string, msg string) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(runMarker(at, argv) + msg)
 }

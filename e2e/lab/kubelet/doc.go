@@ -1,6 +1,7 @@
 // Package kubelet is the kilofed lab's kubelet stand-in: it makes one lab
 // node (a network namespace) a Kubernetes Node and runs the Pods bound to it
-// as built-in workloads in their own network namespaces, so that real
+// in their own network namespaces, as host programs (the images in the
+// table below) or built-in workloads (every other image), so that real
 // kube-controller-manager, kube-proxy and the kilofed agents see ordinary
 // Ready nodes, Running pods, pod IPs and EndpointSlices.
 //
@@ -37,12 +38,44 @@
 // usual search list and ndots:5, so `ip netns exec` gives the pod cluster DNS.
 // hostNetwork pods run in the node netns with the node's addresses.
 //
+// # Host programs
+//
+// Containers of the images below run their own command, as a container
+// runtime would, with this machine's programs standing in for the image's
+// files: `ip netns exec <PodNetns> <argv>` (hostNetwork pods: the node's
+// netns), in its own process group, from the container's workingDir (/
+// when empty), output to the container log. The argv follows Docker:
+// command replaces the image's ENTRYPOINT (and drops its CMD), args replace
+// CMD, and both are $(VAR)-expanded from the container's environment as
+// Kubernetes does ($(NAME) is NAME's value when defined and stays as
+// written otherwise, $$ is a literal $).
+//
+//	image (repository, any tag)         ENTRYPOINT          CMD   runs
+//	alpine/socat*                       socat               -     the host's socat (and sh, grep, awk...)
+//	nicolaka/netshoot*                  -                   sh    the host's sh in place of the image's zsh
+//	<registry>/.../kg                   kg                  -     Config.ImageBinDir/kg
+//	<registry>/.../kilofed-controller   kilofed-controller  -     Config.ImageBinDir/kilofed-controller
+//
+// The repository is the image reference without tag, digest, docker.io/
+// and library/. kilofed's images (the repository's last path element is kg
+// or kilofed-controller, e.g. ghcr.io/kilofed/kg:v0.1.0) are host programs
+// only when Config.ImageBinDir is set; a command whose argv[0] is the
+// binary's name, bare or as any path, also runs the ImageBinDir copy. A
+// program not found on PATH (or by its path) fails the run with exit code
+// 127, and the container log says why. The environment is PATH (a
+// runtime's default), HOSTNAME (the pod's name), HOME=/root and the
+// container's env; not the kubelet's own. Such a container is Ready as soon
+// as it runs. The lab fills ImageBinDir with $KILOFED_BIN, else the folder
+// of its kilofed-lab binary when kg is there. hack/deps.sh installs the
+// programs the MCS conformance suite's pods and execs use (socat,
+// nslookup and dig, nc, dnsperf).
+//
 // # Workloads
 //
-// Containers are not run: each one is replaced by a workload.Main
-// subcommand, started as `ip netns exec <PodNetns> <WorkloadCommand...> <args>`
-// in its own process group, chosen from the container's image, command and
-// ports:
+// Containers of every other image are not run: each one is replaced by a
+// workload.Main subcommand, started as
+// `ip netns exec <PodNetns> <WorkloadCommand...> <args>` in its own process
+// group, chosen from the container's image, command and ports:
 //
 //	image contains "udp-echo"                  udp echo on every containerPort (default 9090)
 //	command/args "sleep N" or sh -c "sleep N"  sleep N seconds ("infinity": forever)
@@ -57,7 +90,7 @@
 // not served. Init containers are not run and are reported as completed.
 // A container is Ready once its workload has bound its ports.
 //
-// When a workload exits, the restartPolicy decides: Always (and OnFailure
+// When a container's process exits, the restartPolicy decides: Always (and OnFailure
 // after a failure) restarts it after a backoff of 1, 2, 4, 8 then 10 s,
 // counting restarts; otherwise the container is terminated with its exit
 // code and, once every container is, the pod becomes Succeeded or Failed and

@@ -21,6 +21,7 @@ import (
 type podRuntime struct {
 	key, namespace, name string
 	uid                  types.UID
+	pod                  *corev1.Pod // as last seen; containers' environment comes from it
 	sandbox              sandboxSpec
 	owner                string // netns claim owner
 	hostIPs              []netip.Addr
@@ -94,7 +95,7 @@ func (k *kubelet) runtime(key string) *podRuntime {
 func (k *kubelet) startPod(pod *corev1.Pod) (*podRuntime, error) {
 	key := pod.Namespace + "/" + pod.Name
 	rt := &podRuntime{
-		key: key, namespace: pod.Namespace, name: pod.Name, uid: pod.UID,
+		key: key, namespace: pod.Namespace, name: pod.Name, uid: pod.UID, pod: pod,
 		owner:     fmt.Sprintf("cluster %q node %q pod %s uid %s", k.cfg.Cluster, k.cfg.NodeName, key, pod.UID),
 		startTime: k.now(),
 		hostIPs:   k.hostIPs(),
@@ -111,8 +112,13 @@ func (k *kubelet) startPod(pod *corev1.Pod) (*podRuntime, error) {
 		rt.sandbox = s
 	}
 	for _, c := range pod.Spec.Containers {
-		cr := &containerRuntime{name: c.Name, image: c.Image, plan: planFor(c)}
-		cr.readyFile = filepath.Join(k.logDir, fmt.Sprintf("%s_%s_%s_%s.ready", pod.Namespace, pod.Name, shortUID(pod.UID), c.Name))
+		cr := &containerRuntime{name: c.Name, image: c.Image, spec: c}
+		if img, ok := hostImage(c.Image, k.cfg.ImageBinDir); ok {
+			cr.host = &img
+		} else {
+			cr.plan = planFor(c)
+			cr.readyFile = filepath.Join(k.logDir, fmt.Sprintf("%s_%s_%s_%s.ready", pod.Namespace, pod.Name, shortUID(pod.UID), c.Name))
+		}
 		k.startContainer(rt, cr)
 		rt.containers = append(rt.containers, cr)
 	}
@@ -182,6 +188,7 @@ func resolvConf(dns netip.Addr, ns, domain string) string {
 // syncPod advances the containers of a running pod (exits, restarts,
 // readiness) and writes the pod status when it changed.
 func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime) error {
+	rt.pod = pod
 	if !rt.finished {
 		var wakeIn time.Duration
 		for _, c := range rt.containers {

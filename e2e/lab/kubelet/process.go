@@ -9,6 +9,7 @@ import (
 type processSpec struct {
 	Argv    []string
 	Env     []string
+	Dir     string // working directory; "" keeps the kubelet's
 	LogPath string // stdout and stderr are appended there
 }
 

@@ -24,7 +24,7 @@ func startProcess(spec processSpec) (*process, error) {
 	defer logf.Close()
 	_, _ = logf.WriteString(runMarker(time.Now(), spec.Argv))
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Env = spec.Env
+	cmd.Env, cmd.Dir = spec.Env, spec.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

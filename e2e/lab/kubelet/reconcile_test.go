@@ -55,6 +55,8 @@ func (f *fakeNetwork) take() []string {
 type fakeProcs struct {
 	mu    sync.Mutex
 	argv  [][]string
+	env   [][]string
+	dir   []string
 	procs []*process
 }
 
@@ -68,6 +70,8 @@ func (f *fakeProcs) start(spec processSpec) (*process, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.argv = append(f.argv, spec.Argv)
+	f.env = append(f.env, spec.Env)
+	f.dir = append(f.dir, spec.Dir)
 	f.procs = append(f.procs, p)
 	return p, nil
 }

@@ -1,0 +1,109 @@
+//go:build linux
+
+package kubelet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// socatScript is a listener in the style of the MCS conformance suite's
+// hello pods: it picks the first of $MY_POD_IPS and answers every
+// connection with it, through the host's sh, tr, awk, grep and socat.
+const socatScript = `first_ip=$(echo "$MY_POD_IPS" | tr ',' ' ' | awk '{print $1}')
+export first_ip
+if echo "$MY_POD_IPS" | grep -q ':'; then
+	echo "listening dual-stack for $first_ip" >&2
+	exec socat TCP6-LISTEN:42,crlf,reuseaddr,fork,ipv6only=0 SYSTEM:'echo "pod ip $first_ip"'
+fi
+exec socat TCP-LISTEN:42,crlf,reuseaddr,fork SYSTEM:'echo "pod ip $first_ip"'`
+
+func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
+	binDir := t.TempDir()
+	kg := "#!/bin/sh\necho \"kg $*\"\nexec sleep 3600\n"
+	if err := os.WriteFile(filepath.Join(binDir, "kg"), []byte(kg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, func(c *Config) { c.ImageBinDir = binDir })
+
+	// alpine/socat with the conformance suite's shape: /bin/sh command,
+	// script args, answering on port 42 of the pod IP.
+	h.create(t, hostPod("hello", corev1.Container{Image: "alpine/socat:1.7.4.4", Command: []string{"/bin/sh"},
+		Args: []string{"-c", socatScript}, Env: []corev1.EnvVar{{Name: "MY_POD_IPS", Value: "10.232.0.2,fd10:232::2"}}}))
+	// socat's ENTRYPOINT with args only, $(VAR) expanded from the env.
+	h.create(t, hostPod("entry", corev1.Container{Image: "alpine/socat", Env: []corev1.EnvVar{{Name: "WORD", Value: "hi-there"}},
+		Args: []string{"TCP-LISTEN:43,reuseaddr,fork", "SYSTEM:echo $(WORD)"}}))
+	// nicolaka/netshoot with the conformance suite's client loop.
+	h.create(t, hostPod("client", corev1.Container{Image: "nicolaka/netshoot:v0.15",
+		Args: []string{"/bin/sh", "-ec", "while :; do echo '.'; sleep 5 ; done"}}))
+	// kilofed's kg image, hostNetwork: ImageBinDir/kg with expanded args.
+	agent := hostPod("agent", corev1.Container{Image: "ghcr.io/kilofed/kg:v0.1", Args: []string{"--hostname=$(NODE_NAME)"},
+		Env: []corev1.EnvVar{{Name: "NODE_NAME", Value: "kt-node"}}})
+	agent.Spec.HostNetwork = true
+	h.create(t, agent)
+	// A real command's exit code ends a restartPolicy Never pod.
+	fail := hostPod("fail", corev1.Container{Image: "nicolaka/netshoot", Command: []string{"sh", "-c", "echo bye; exit 3"}})
+	fail.Spec.RestartPolicy = corev1.RestartPolicyNever
+	h.create(t, fail)
+
+	for _, name := range []string{"hello", "entry", "client", "agent"} {
+		waitPodReady(t, h.client, h.ns, name)
+	}
+	hello := h.pod(t, "hello")
+	for _, ip := range []string{hello.Status.PodIPs[0].IP, hello.Status.PodIPs[1].IP} {
+		eventually(t, 20*time.Second, "socat answers on "+ip, func() error {
+			out, err := h.inNode("nc", "-w", "3", ip, "42")
+			if err != nil || out != "pod ip 10.232.0.2\r\n" {
+				return fmt.Errorf("got %q, %v", out, err)
+			}
+			return nil
+		})
+	}
+	entryIP := h.pod(t, "entry").Status.PodIP
+	eventually(t, 20*time.Second, "socat entrypoint answers", func() error {
+		out, err := h.inNode("nc", "-w", "3", entryIP, "43")
+		if err != nil || out != "hi-there\n" {
+			return fmt.Errorf("got %q, %v", out, err)
+		}
+		return nil
+	})
+
+	// kubectl exec into netshoot runs the host's tools in the pod's netns.
+	clientIP := h.pod(t, "client").Status.PodIP
+	h.api.check(t, h.ns, "client", func(ex apiExec) {
+		if out, code := ex("sh", "-c", "echo hi | nc -v -w 2 -4 "+hello.Status.PodIP+" 42 2>&1"); code != 0 || !strings.Contains(out, "pod ip 10.232.0.2") {
+			t.Errorf("nc from client to hello = %d %q", code, out)
+		}
+		if out, code := ex("ip", "-o", "addr", "show", "dev", "eth0"); code != 0 || !strings.Contains(out, " "+clientIP+"/32 ") {
+			t.Errorf("exec ip addr in client = %d %q, want eth0 with %s", code, out, clientIP)
+		}
+	}, ".\n")
+	if logs := h.logs("hello"); !strings.Contains(logs, "listening dual-stack for 10.232.0.2") {
+		t.Errorf("hello's log %q lacks its stderr", logs)
+	}
+
+	// The kg image ran ImageBinDir/kg in the node netns.
+	h.api.check(t, h.ns, "agent", func(ex apiExec) {
+		if out, code := ex("ip", "-o", "addr", "show", "dev", "lo"); code != 0 || !strings.Contains(out, ktNodeIP.String()) {
+			t.Errorf("exec ip addr in the hostNetwork agent = %d %q, want the node's %s", code, out, ktNodeIP)
+		}
+	}, "kg --hostname=kt-node\n")
+
+	eventually(t, 30*time.Second, "fail Failed with exit code 3", func() error {
+		p := h.pod(t, "fail")
+		if p.Status.Phase != corev1.PodFailed || len(p.Status.ContainerStatuses) != 1 ||
+			p.Status.ContainerStatuses[0].State.Terminated == nil || p.Status.ContainerStatuses[0].State.Terminated.ExitCode != 3 {
+			return fmt.Errorf("phase %s, statuses %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	if logs := h.logs("fail"); !strings.Contains(logs, "bye\n") {
+		t.Errorf("fail's log = %q", logs)
+	}
+}
