@@ -13,13 +13,13 @@ import (
 	"github.com/kilofed/kilofed/e2e/lab"
 )
 
-// binDir holds kg, kilofed and kilofed-controller (KILOFED_BIN, else built
+// binDir holds kg, kgctl, kilofed and kilofed-controller (KILOFED_BIN, else built
 // by TestMain).
 var binDir string
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
-	dir, cleanup, err := lab.Commands("kg", "kilofed", "kilofed-controller")
+	dir, cleanup, err := lab.Commands("kg", "kgctl", "kilofed", "kilofed-controller")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/services:", err)
 		if os.Getenv("CI") == "true" {
