@@ -24,8 +24,8 @@ import (
 // gives their endpoints the hostname.
 const headlessWeb = "web"
 
-// testHeadlessThroughCoreDNS exports dr's headless Service web and, from a
-// pod of prod, asks prod's cluster DNS (the real CoreDNS at the kube-dns
+// testHeadlessThroughCoreDNS exports dr's headless Service web (whose name
+// is NXDOMAIN before) and, from a pod of prod, asks prod's cluster DNS (the real CoreDNS at the kube-dns
 // ClusterIP, forwarding clusterset.local to kilofed's DNS server): the
 // service name gives every ready pod IP of dr, each per-pod name
 // <hostname>.dr.web.default.svc.clusterset.local gives its pod, the SRV of
@@ -57,9 +57,7 @@ func testHeadlessThroughCoreDNS(ctx context.Context, t *testing.T, s *svcs) {
 		byHost[hostnames[p.Name]] = p.Status.PodIP
 		podOf[p.Status.PodIP] = p.Name
 	}
-	ex := export(ctx, t, s.k["dr"], headlessWeb)
 	t.Cleanup(func() {
-		_ = s.k["dr"].Delete(context.Background(), ex)
 		_ = s.dr.Client().CoreV1().Services("default").Delete(context.Background(), headlessWeb, metav1.DeleteOptions{})
 		for name := range hostnames {
 			_ = s.dr.Client().CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -76,6 +74,13 @@ func testHeadlessThroughCoreDNS(ctx context.Context, t *testing.T, s *svcs) {
 	server := netip.AddrPortFrom(s.prod.ClusterDNS, 53)
 	zone := ".default.svc.clusterset.local."
 	name := headlessWeb + zone
+
+	// Not exported yet: no such name.
+	if m, err := ns.QueryDNS(ctx, "udp", server, name, dns.TypeA); err != nil || m.Rcode != dns.RcodeNameError {
+		t.Fatalf("%s before the export: %v (%v), want NXDOMAIN", name, m, err)
+	}
+	ex := export(ctx, t, s.k["dr"], headlessWeb)
+	t.Cleanup(func() { _ = s.k["dr"].Delete(context.Background(), ex) })
 	var all []string
 	for _, ip := range byHost {
 		all = append(all, ip)
