@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -14,6 +15,9 @@ const (
 	restartBackoffBase = time.Second
 	restartBackoffMax  = 10 * time.Second
 	stopGrace          = 3 * time.Second
+	// configRetryInterval is the wait before building the environment of
+	// a container again after CreateContainerConfigError.
+	configRetryInterval = 2 * time.Second
 )
 
 // containerRuntime is one container of a pod: a workload process and its
@@ -36,6 +40,10 @@ type containerRuntime struct {
 	restarts   int32
 	id         string
 	waiting    string    // reason while waiting to restart
+	waitingMsg string    // its message (CreateContainerConfigError: why)
+	configErr  time.Time // when the environment last failed to build
+	// env is the environment of the current run, which exec'd commands get.
+	env        atomic.Pointer[[]string]
 	exitedAt   time.Time // of the last run, for the backoff
 	lastExit   *exitInfo // last run, after a restart
 	terminated *exitInfo // final run: the container will not restart
@@ -49,8 +57,15 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 	}
 	now := k.now()
 	c.id = fmt.Sprintf("kilofed-lab://%s-%s-%d", shortUID(rt.uid), c.name, c.restarts)
-	c.startedAt, c.ready, c.waiting = now, false, ""
+	c.startedAt, c.ready, c.waiting, c.waitingMsg = now, false, "", ""
 	spec, err := k.containerProcess(rt, c)
+	if errors.Is(err, ErrContainerConfig) {
+		// As a kubelet does: no run, the container waits and is tried again.
+		k.log.Warn("container config error", "pod", rt.key, "container", c.name, "err", err)
+		c.proc, c.waiting, c.waitingMsg, c.configErr = nil, "CreateContainerConfigError", err.Error(), now
+		c.current.Store(nil)
+		return
+	}
 	var p *process
 	if err == nil {
 		p, err = k.start(spec)
@@ -78,12 +93,16 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 func (k *kubelet) containerProcess(rt *podRuntime, c *containerRuntime) (processSpec, error) {
 	logPath := k.logPath(rt.namespace, rt.name, c.name)
 	prefix := netnsExecPrefix(rt.sandbox.Netns)
+	env, err := k.containerEnv(k.runCtx, rt, &c.spec)
+	if err != nil {
+		return processSpec{}, err
+	}
+	c.env.Store(&env)
 	if c.host == nil {
 		id := podIdentity{Pod: rt.name, Namespace: rt.namespace, Cluster: k.cfg.Cluster, Node: k.cfg.NodeName}
 		argv := append(append(prefix, k.cfg.WorkloadCommand...), c.plan.args(id, c.readyFile)...)
 		return processSpec{Argv: argv, Env: append(os.Environ(), id.env()...), LogPath: logPath}, nil
 	}
-	env := containerEnv(rt.pod, &c.spec)
 	argv := containerArgv(*c.host, &c.spec, envMap(env))
 	if len(argv) == 0 {
 		return processSpec{}, fmt.Errorf("container %q of image %s has no command: give command or args", c.name, c.image)
@@ -128,6 +147,14 @@ func (k *kubelet) syncContainer(rt *podRuntime, c *containerRuntime, policy core
 	}
 	if c.terminated != nil {
 		return 0
+	}
+	if !c.configErr.IsZero() {
+		if wait := configRetryInterval - k.now().Sub(c.configErr); wait > 0 {
+			return wait
+		}
+		c.configErr = time.Time{}
+		k.startContainer(rt, c)
+		return readyPollInterval
 	}
 	if wait := restartBackoff(c.restarts) - k.now().Sub(c.exitedAt); wait > 0 {
 		return wait
@@ -196,7 +223,7 @@ func (rt *podRuntime) snapshot() podSnapshot {
 		case c.proc != nil:
 			cs.Running, cs.StartedAt, cs.Ready = true, c.startedAt, c.ready
 		case c.terminated == nil:
-			cs.Waiting = c.waiting
+			cs.Waiting, cs.WaitingMessage = c.waiting, c.waitingMsg
 		}
 		s.Containers = append(s.Containers, cs)
 	}

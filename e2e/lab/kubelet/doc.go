@@ -62,13 +62,46 @@
 // only when Config.ImageBinDir is set; a command whose argv[0] is the
 // binary's name, bare or as any path, also runs the ImageBinDir copy. A
 // program not found on PATH (or by its path) fails the run with exit code
-// 127, and the container log says why. The environment is PATH (a
-// runtime's default), HOSTNAME (the pod's name), HOME=/root and the
-// container's env; not the kubelet's own. Such a container is Ready as soon
-// as it runs. The lab fills ImageBinDir with $KILOFED_BIN, else the folder
+// 127, and the container log says why. The environment is the container's
+// (see Environment), not the kubelet's own. Such a container is Ready as
+// soon as it runs (without a readiness probe). The lab fills ImageBinDir with $KILOFED_BIN, else the folder
 // of its kilofed-lab binary when kg is there. hack/deps.sh installs the
 // programs the MCS conformance suite's pods and execs use (socat,
 // nslookup and dig, nc, dnsperf).
+//
+// # Environment
+//
+// Each run of a container (host program or built-in workload) gets its
+// environment built as the kubelet builds it, in this order, a later
+// definition of a name replacing an earlier one:
+//
+//   - PATH (a container runtime's default), HOSTNAME (the pod's name),
+//     HOME=/root;
+//   - the kubernetes Service's variables, as the kubelet gives every pod:
+//     KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT,
+//     KUBERNETES_SERVICE_PORT_HTTPS and KUBERNETES_PORT* (the Service
+//     default/kubernetes read at each start; other Services' links are not
+//     given);
+//   - envFrom, in order: every key of the ConfigMap or Secret with the
+//     prefix (names with '=' or non-printable characters skipped);
+//   - env, in order: literal values with $(VAR) expanded from what precedes
+//     them; fieldRef metadata.name, metadata.namespace, metadata.uid,
+//     metadata.labels['k'], metadata.annotations['k'], spec.nodeName,
+//     spec.serviceAccountName, status.podIP, status.podIPs, status.hostIP,
+//     status.hostIPs (lists comma-separated, IPv4 first; hostNetwork pods'
+//     pod IPs are the node's); resourceFieldRef limits.* and requests.* of
+//     cpu, memory, ephemeral-storage and hugepages-* of the named container
+//     (this one by default), divided by the divisor (default 1) and rounded
+//     up, an unset limit being the node's allocatable amount and an unset
+//     request 0; configMapKeyRef and secretKeyRef.
+//
+// A ConfigMap, Secret or key that is missing is skipped when the reference
+// is optional; otherwise the container does not start: it waits with
+// reason CreateContainerConfigError and a message saying what is missing,
+// and is tried again every 2 s (no restart counted). Host programs run
+// with exactly that environment; built-in workloads keep the kubelet's
+// environment plus KFL_* variables. Commands exec'd into a container get
+// the environment of its current run.
 //
 // # Workloads
 //
@@ -122,11 +155,10 @@
 // pods: the node's netns) with stdin, stdout, stderr or a terminal as asked,
 // and kubectl exec returns its exit code. Only the network is the pod's:
 // the command runs as root on the machine's filesystem and processes, with
-// the pod's /etc/netns resolv.conf (cluster DNS) and an environment of
-// PATH, HOSTNAME (the pod's name), HOME and the container's literal env
-// values. The command's process group is killed when it exits (background
-// children do not survive the exec), when the pod ends or is deleted, and
-// when Run ends. Pods whose containers are not running refuse exec.
+// the pod's /etc/netns resolv.conf (cluster DNS) and the environment of the
+// container's current run (see Environment). The command's process group
+// is killed when it exits (background children do not survive the exec),
+// when the pod ends or is deleted, and when Run ends. Pods whose containers are not running refuse exec.
 //
 // containerLogs serves the container's log file: the output of its
 // current run (previous=true: the run before), cut by tailLines and

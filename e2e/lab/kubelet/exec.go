@@ -99,7 +99,12 @@ func (k *kubelet) execTarget(ns, name string, uid types.UID, container string) (
 	if cr := rt.container(container); cr == nil || !cr.running() {
 		return execTarget{}, fmt.Errorf("%w: container %q of pod %s/%s is not running", ErrContainerNotRunning, container, ns, name)
 	}
-	return execTarget{netns: rt.sandbox.Netns, env: execEnv(pod, c), done: rt.execCtx}, nil
+	cr := rt.container(container)
+	env := execEnv(pod, c)
+	if e := cr.env.Load(); e != nil {
+		env = *e
+	}
+	return execTarget{netns: rt.sandbox.Netns, env: env, done: rt.execCtx}, nil
 }
 
 // podContainer returns the pod ns/name bound to this node, from the
@@ -122,9 +127,10 @@ func (k *kubelet) podContainer(ns, name, container string) (*corev1.Pod, *corev1
 	return nil, nil, fmt.Errorf("%w: container %q not found in pod %q", ErrPodNotFound, container, ns+"/"+name)
 }
 
-// execEnv returns the environment of a command exec'd into container c:
-// PATH, HOSTNAME (the pod's name), HOME, and the container's literal env
-// values (valueFrom is not resolved).
+// execEnv returns the environment of a command exec'd into container c
+// before its environment was built: PATH, HOSTNAME (the pod's name), HOME,
+// and the container's literal env values. Once a run started, exec'd
+// commands get that run's environment instead.
 func execEnv(pod *corev1.Pod, c *corev1.Container) []string {
 	env := []string{"PATH=" + execPath, "HOSTNAME=" + pod.Name, "HOME=/root"}
 	for _, e := range c.Env {

@@ -3,6 +3,7 @@
 package kubelet
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // socatScript is a listener in the style of the MCS conformance suite's
@@ -35,16 +37,25 @@ func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
 	// alpine/socat with the conformance suite's shape: /bin/sh command,
 	// script args, answering on port 42 of the pod IP.
 	h.create(t, hostPod("hello", corev1.Container{Image: "alpine/socat:1.7.4.4", Command: []string{"/bin/sh"},
-		Args: []string{"-c", socatScript}, Env: []corev1.EnvVar{{Name: "MY_POD_IPS", Value: "10.232.0.2,fd10:232::2"}}}))
+		Args: []string{"-c", socatScript}, Env: []corev1.EnvVar{{Name: "MY_POD_IPS",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}}}}))
 	// socat's ENTRYPOINT with args only, $(VAR) expanded from the env.
 	h.create(t, hostPod("entry", corev1.Container{Image: "alpine/socat", Env: []corev1.EnvVar{{Name: "WORD", Value: "hi-there"}},
 		Args: []string{"TCP-LISTEN:43,reuseaddr,fork", "SYSTEM:echo $(WORD)"}}))
 	// nicolaka/netshoot with the conformance suite's client loop.
+	// Its environment comes from a ConfigMap and the downward API too.
+	if _, err := h.client.CoreV1().ConfigMaps(h.ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	h.create(t, hostPod("client", corev1.Container{Image: "nicolaka/netshoot:v0.15",
-		Args: []string{"/bin/sh", "-ec", "while :; do echo '.'; sleep 5 ; done"}}))
+		Args: []string{"/bin/sh", "-ec", "while :; do echo '.'; sleep 5 ; done"},
+		EnvFrom: []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		Env: []corev1.EnvVar{{Name: "MY_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}))
 	// kilofed's kg image, hostNetwork: ImageBinDir/kg with expanded args.
 	agent := hostPod("agent", corev1.Container{Image: "ghcr.io/kilofed/kg:v0.1", Args: []string{"--hostname=$(NODE_NAME)"},
-		Env: []corev1.EnvVar{{Name: "NODE_NAME", Value: "kt-node"}}})
+		Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}})
 	agent.Spec.HostNetwork = true
 	h.create(t, agent)
 	// A real command's exit code ends a restartPolicy Never pod.
@@ -76,12 +87,20 @@ func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
 
 	// kubectl exec into netshoot runs the host's tools in the pod's netns.
 	clientIP := h.pod(t, "client").Status.PodIP
+	kubeSvc, err := h.client.CoreV1().Services("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.api.check(t, h.ns, "client", func(ex apiExec) {
 		if out, code := ex("sh", "-c", "echo hi | nc -v -w 2 -4 "+hello.Status.PodIP+" 42 2>&1"); code != 0 || !strings.Contains(out, "pod ip 10.232.0.2") {
 			t.Errorf("nc from client to hello = %d %q", code, out)
 		}
 		if out, code := ex("ip", "-o", "addr", "show", "dev", "eth0"); code != 0 || !strings.Contains(out, " "+clientIP+"/32 ") {
 			t.Errorf("exec ip addr in client = %d %q, want eth0 with %s", code, out, clientIP)
+		}
+		want := "client fast " + kubeSvc.Spec.ClusterIP + " 443\n"
+		if out, code := ex("sh", "-c", "echo $MY_NAME $CFG_mode $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT"); code != 0 || out != want {
+			t.Errorf("exec'd env in client = %d %q, want %q", code, out, want)
 		}
 	}, ".\n")
 	if logs := h.logs("hello"); !strings.Contains(logs, "listening dual-stack for 10.232.0.2") {

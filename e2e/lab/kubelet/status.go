@@ -36,7 +36,8 @@ type containerSnapshot struct {
 	Ready        bool      // running and its ports are bound
 	RestartCount int32
 	// Waiting is set while a container waits to restart (CrashLoopBackOff).
-	Waiting string
+	Waiting        string
+	WaitingMessage string
 	// Terminated is set when the container ended and will not restart.
 	Terminated *exitInfo
 	// LastTerminated is the previous run, after a restart.
@@ -167,7 +168,7 @@ func containerStatus(c containerSnapshot) corev1.ContainerStatus {
 	case c.Terminated != nil:
 		cs.State.Terminated = terminated(*c.Terminated, c.ID)
 	default:
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: c.Waiting}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: c.Waiting, Message: c.WaitingMessage}
 	}
 	if c.LastTerminated != nil {
 		cs.LastTerminationState.Terminated = terminated(*c.LastTerminated, "")
