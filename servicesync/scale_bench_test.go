@@ -105,6 +105,11 @@ func BenchmarkServicesyncScale(b *testing.B) {
 			}
 		}
 		b.StopTimer()
+		// go test keeps 10 lines of a benchmark's log: one a run above,
+		// then the requests of the last run of each size, and the growth.
+		for _, n := range sizes {
+			b.Log(samples[n][len(samples[n])-1].kinds)
+		}
 		med := map[int]float64{}
 		for _, n := range sizes {
 			ss := samples[n]
@@ -143,6 +148,7 @@ type scaleSample struct {
 	steadyRPS          float64
 	heapMB, idleHeapMB float64
 	rssMB              float64
+	kinds              string // requests by verb and resource
 }
 
 // scaleRun runs the benchmark once with n services, from new API servers,
@@ -267,20 +273,20 @@ func scaleRun(b *testing.B, n int) scaleSample {
 	wg.Wait()
 	converge := slices.Max(converged)
 	reqs := totalRequests(clusters) - before
-	byKind, kinds1 := clusters[0].byKind.since(kinds0)
-	b.Logf("%d services: requests of %s's servicesync until converged: %s", n, clusters[0].name, byKind)
+	untilConverged, kinds1 := clusters[0].byKind.since(kinds0)
 	heap, rss := memory()
 	// The steady load once converged: what every poll costs.
 	r0, t0 := totalRequests(clusters), time.Now()
 	time.Sleep(10 * time.Second)
 	steady := float64(totalRequests(clusters)-r0) / time.Since(t0).Seconds()
-	byKind, _ = clusters[0].byKind.since(kinds1)
-	b.Logf("%d services: requests of %s's servicesync in %.0f s once converged: %s", n, clusters[0].name, time.Since(t0).Seconds(), byKind)
+	onceConverged, _ := clusters[0].byKind.since(kinds1)
+	kinds := fmt.Sprintf("%d services, requests of %s's servicesync until converged: %s; in %.0f s once converged: %s",
+		n, clusters[0].name, untilConverged, time.Since(t0).Seconds(), onceConverged)
 	// Written by the controllers: in each cluster an import, a derived
 	// Service and a slice per service; an ExportedService per export.
 	objects := float64(len(clusters)*3*n + n)
 	return scaleSample{converge: converge.Seconds(), create: created.Seconds(), objectsPerSec: objects / converge.Seconds(),
-		requests: reqs, steadyRPS: steady, heapMB: heap, idleHeapMB: idleHeap, rssMB: rss}
+		requests: reqs, steadyRPS: steady, heapMB: heap, idleHeapMB: idleHeap, rssMB: rss, kinds: kinds}
 }
 
 // startScaleCluster starts an API server with the mesh's, the federation's
@@ -319,7 +325,6 @@ func startScaleCluster(b testing.TB, name string, pods, services netip.Prefix, w
 // services with its IP, its derived Service and all its endpoints.
 func waitConverged(ctx context.Context, b *testing.B, c *scaleCluster, n int, start time.Time) time.Duration {
 	deadline := start.Add(*scaleWait)
-	last := ""
 	for {
 		done, state, err := converged(ctx, c, n)
 		now := time.Now()
@@ -328,10 +333,6 @@ func waitConverged(ctx context.Context, b *testing.B, c *scaleCluster, n int, st
 		}
 		if err != nil {
 			state = err.Error()
-		}
-		if state != last && now.Sub(start) > 30*time.Second {
-			b.Logf("%s after %.0f s: %s", c.name, now.Sub(start).Seconds(), state)
-			last = state
 		}
 		if now.After(deadline) {
 			b.Fatalf("%s did not converge in %s: %s", c.name, *scaleWait, state)
