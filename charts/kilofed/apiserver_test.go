@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -216,6 +219,39 @@ func TestChartOnARealAPIServer(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("controller: %v", err)
+		}
+	})
+
+	t.Run("the replicas elect a leader with the chart's RBAC and touch no other Lease", func(t *testing.T) {
+		ctlKube := kubernetes.NewForConfigOrDie(tokenConfig(ctx, t, cfg, kc, "kilo", "kilofed-controller", ""))
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		led := make(chan struct{})
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: "kilofed-controller"},
+				Client: ctlKube.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: "replica-1"}},
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 200 * time.Millisecond, ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) { close(led) }, OnStoppedLeading: func() {}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go le.Run(lctx)
+		select {
+		case <-led:
+		case <-lctx.Done():
+			t.Fatal("the controller's token never took the Lease kilofed-system/kilofed-controller")
+		}
+		cancel()
+		other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fedv1.Namespace, Name: "someone-elses"}}
+		if _, err := kc.CoordinationV1().Leases(fedv1.Namespace).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctlKube.CoordinationV1().Leases(fedv1.Namespace).Update(ctx, other, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("update another Lease of %s: %v, want Forbidden", fedv1.Namespace, err)
+		}
+		if _, err := ctlKube.CoordinationV1().Leases("kilo-leases").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("create a heartbeat Lease in kilo-leases: %v, want Forbidden", err)
 		}
 	})
 

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,9 +37,6 @@ func TestControllerRunsWithTheAgentsTopologyFlags(t *testing.T) {
 		if !slices.Contains(c.Args, want) || !slices.Contains(kgc.Args, want) {
 			t.Errorf("%s: controller %v, kg %v", want, slices.Contains(c.Args, want), slices.Contains(kgc.Args, want))
 		}
-	}
-	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || *d.Spec.Replicas != 1 {
-		t.Errorf("strategy %s replicas %d: without leader election, one controller at a time", d.Spec.Strategy.Type, *d.Spec.Replicas)
 	}
 	if c.Image != "ghcr.io/kilofed/kilofed-controller:"+appVersion(t) {
 		t.Errorf("image %s", c.Image)
@@ -117,6 +115,13 @@ var controllerRules = struct{ cluster, system, leases []rbacv1.PolicyRule }{
 	},
 }
 
+// electionRules are what the replicas' leader election uses
+// (controller.leaderElection.enabled), in kilofed-system: its own Lease.
+var electionRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"kilofed-controller"}, Verbs: []string{"get", "update"}},
+}
+
 func TestControllerRBACIsWhatItsCodeUses(t *testing.T) {
 	for _, ns := range []string{"kube-system", "kilofed-system"} {
 		t.Run(ns, func(t *testing.T) {
@@ -124,7 +129,7 @@ func TestControllerRBACIsWhatItsCodeUses(t *testing.T) {
 			if d := cmp.Diff(slices.Concat(controllerRules.cluster, servicesyncRules.cluster, dnsRules), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
 				t.Errorf("ClusterRole (-want +chart):\n%s", d)
 			}
-			if d := cmp.Diff(slices.Concat(controllerRules.system, servicesyncRules.system), get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
+			if d := cmp.Diff(slices.Concat(controllerRules.system, electionRules, servicesyncRules.system), get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
 				t.Errorf("Role in kilofed-system (-want +chart):\n%s", d)
 			}
 			if d := cmp.Diff(controllerRules.leases, get[*rbacv1.Role](r, "Role", "kilo-leases", "kilofed-controller").Rules); d != "" {
@@ -228,7 +233,36 @@ func TestServicesyncOffDropsItsFlagAndRules(t *testing.T) {
 	if d := cmp.Diff(slices.Concat(controllerRules.cluster, dnsRules), get[*rbacv1.ClusterRole](r, "ClusterRole", "", "kilofed-controller").Rules); d != "" {
 		t.Errorf("ClusterRole without servicesync (-want +chart):\n%s", d)
 	}
-	if d := cmp.Diff(controllerRules.system, get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
+	if d := cmp.Diff(slices.Concat(controllerRules.system, electionRules), get[*rbacv1.Role](r, "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
 		t.Errorf("Role in kilofed-system without servicesync (-want +chart):\n%s", d)
+	}
+}
+
+// TestControllerReplicasElectALeader proves that the default Deployment runs
+// two replicas that elect a leader through their own Lease (rolled, the new
+// replica waiting for the Lease), and that without leader election the
+// chart falls back to one replica at a time (Recreate) and drops the Lease
+// rules.
+func TestControllerReplicasElectALeader(t *testing.T) {
+	d, c := controllerDeployment(t, Options{})
+	for _, want := range []string{"--leader-elect=true", "--leader-elect-namespace=kilofed-system", "--leader-elect-identity=$(POD_NAME)",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %s", c.Args, want)
+		}
+	}
+	if *d.Spec.Replicas != 2 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %d strategy %s, want 2 RollingUpdate", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("env %+v, want POD_NAME from metadata.name", c.Env)
+	}
+	o := Options{Values: values("controller.leaderElection.enabled", false, "controller.replicas", 1)}
+	d, c = controllerDeployment(t, o)
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--leader-elect") }) || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("without leader election: args %q strategy %s, want no --leader-elect and Recreate", c.Args, d.Spec.Strategy.Type)
+	}
+	if d := cmp.Diff(slices.Concat(controllerRules.system, servicesyncRules.system), get[*rbacv1.Role](renderObjects(t, o), "Role", "kilofed-system", "kilofed-controller").Rules); d != "" {
+		t.Errorf("Role in kilofed-system without leader election (-want +chart):\n%s", d)
 	}
 }

@@ -54,6 +54,7 @@ type options struct {
 	withdrawAfter  time.Duration
 	dnsListen      string
 	dnsUpstreams   string
+	elect          election
 }
 
 func parseFlags(args []string) (options, error) {
@@ -75,6 +76,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.servicesync, "servicesync", true, "run servicesync: publish this cluster's ServiceExports and import the joined clusters' (needs the MCS CRDs)")
 	fs.DurationVar(&o.withdrawAfter, "withdraw-after", merge.WithdrawAfter, "withdraw a joined cluster's endpoints once its API does not answer and its tunnels had no handshake for this long")
 	dnsFlags(fs, &o)
+	electionFlags(fs, &o.elect)
 	return o, fs.Parse(args)
 }
 
@@ -124,23 +126,28 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	ctl, err := newController(ctx, controller.Config{
-		Local: local, Mesh: mesh, Topology: topo, Ranges: ranges,
-		Poll: o.poll, Resync: o.resync, Metrics: controller.NewMetrics(reg), Logger: log,
-	}, o.poll, log)
-	if err != nil {
-		return err
-	}
 	if err := serve(ctx, o.listen, reg, log); err != nil {
 		return err
 	}
-	log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
-	if o.servicesync {
-		if err := startServicesync(ctx, cfg, ctl.ID(), ranges, o, log); err != nil {
+	o.elect.leading = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kilofed_controller_leading",
+		Help: "1 while this replica holds the kilofed-controller Lease and runs federation and servicesync (always 1 without --leader-elect)."})
+	reg.MustRegister(o.elect.leading)
+	return o.elect.run(ctx, cfg, log, func(ctx context.Context) error {
+		ctl, err := newController(ctx, controller.Config{
+			Local: local, Mesh: mesh, Topology: topo, Ranges: ranges,
+			Poll: o.poll, Resync: o.resync, Metrics: controller.NewMetrics(reg), Logger: log,
+		}, o.poll, log)
+		if err != nil {
 			return err
 		}
-	}
-	return ctl.Run(ctx)
+		log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
+		if o.servicesync {
+			if err := startServicesync(ctx, cfg, ctl.ID(), ranges, o, log); err != nil {
+				return err
+			}
+		}
+		return ctl.Run(ctx)
+	})
 }
 
 // newController returns the controller once the cluster has an ID: the
