@@ -24,10 +24,9 @@ import (
 	"github.com/kilofed/kilofed/servicesync"
 )
 
-// laptopPeerIP is the laptop's address. The seed's 10.5.100.10 is in dr's
-// WireGuard subnet in this lab (prod has 10.4.0.0/16, dr 10.5.0.0/16), so
-// the laptop takes the same host address in prod's.
-const laptopPeerIP = "10.4.100.10/32"
+// laptopPeerIP is the seed's address of the laptop, in prod's WireGuard
+// subnet (10.5.0.0/16 in this lab; dr has 10.6.0.0/16).
+const laptopPeerIP = "10.5.100.10/32"
 
 // testLaptopResolvesAndReachesThroughTheTunnel runs the French seed's
 // developer VPN flow to its end against prod, while dr's echo is exported:
@@ -118,6 +117,7 @@ EOF`)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("kgctl connect:\n%s", conn.Tail(40))
+			t.Logf("CoreDNS of prod:\n%s", c.CoreDNSProcess().Tail(40))
 		}
 		_ = conn.Stop()
 	})
@@ -140,14 +140,25 @@ EOF`)
 		"echo.default.svc.clusterset.local":    derived.Spec.ClusterIP,
 	} {
 		var got []string
-		took, err := eventually(ctx, 45*time.Second, func() error {
+		var tries []string // failed tries: when and why
+		took, err := eventually(ctx, time.Minute, func() error {
+			// Short tries: the first ones may leave before the tunnel's
+			// first handshake.
+			try, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
 			var err error
-			got, err = queryA(ctx, laptop.Namespace(), "udp", server, name)
+			got, err = queryA(try, laptop.Namespace(), "udp", server, name)
 			if err == nil && !slices.Equal(got, []string{want}) {
 				err = fmt.Errorf("A %v, want %s", got, want)
 			}
+			if err != nil {
+				tries = append(tries, time.Now().Format("15:04:05.000")+" "+err.Error())
+			}
 			return err
 		})
+		if len(tries) > 2 {
+			t.Logf("laptop: %s: %d failed tries before the answer:\n%s", name, len(tries), strings.Join(tries, "\n"))
+		}
 		if err != nil {
 			t.Fatalf("laptop: %s through %s over the tunnel after %v: %v", name, server, took.Round(time.Millisecond), err)
 		}
