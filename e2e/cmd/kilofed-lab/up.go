@@ -111,6 +111,7 @@ func upFederation(ctx context.Context, logger *slog.Logger, binDir string) error
 		return errors.Join(fmt.Errorf("kilofed join: %w", err), l.Close())
 	}
 	fmt.Printf("kg logs: %s/logs; kilofed-controller logs: %s/logs/kilofed-controller-<cluster>.log\n", l.Dir, l.Dir)
+	fmt.Printf("MCS conformance suite (kubernetes-sigs/mcs-api, folder conformance): go test . -args -kubeconfig=%s -contexts=dr,prod\n", kubeconfig)
 	return keepUp(ctx, l)
 }
 
