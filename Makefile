@@ -18,7 +18,7 @@ build:
 deps:
 	@hack/deps.sh
 
-## lab-bins: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl, CoreDNS, kube-router at pinned versions, cached outside the tree
+## lab-bins: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl, CoreDNS, kube-router, helm at pinned versions, cached outside the tree
 lab-bins:
 	@e2e/labbins/build.sh
 

@@ -3,7 +3,9 @@
 # kube-controller-manager, kube-scheduler, kube-proxy, kubectl) at the versions
 # pinned in ./k8s/go.mod and ./etcd/go.mod, the clusters' DNS server (CoreDNS,
 # pinned in ./coredns/go.mod) and the lab tests' NetworkPolicy enforcer
-# (kube-router, pinned in ./kube-router/go.mod), into a cache folder outside
+# (kube-router, pinned in ./kube-router/go.mod) and the helm CLI of the install
+# test (pinned in ./helm/go.mod, the Helm library's version of the chart tests),
+# into a cache folder outside
 # the repository keyed by the Kubernetes and etcd versions. A binary that is
 # already there is not rebuilt (CoreDNS is rebuilt when its -version is not
 # the pinned one).
@@ -16,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 k8s_version=v1.37.2
 etcd_version=v3.6.16
 coredns_version=v1.15.0 # as in ./coredns/go.mod
+helm_version=v3.22.0     # as in ./helm/go.mod
 dir=${KILOFED_LAB_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/kilofed/lab-bins/k8s-${k8s_version}-etcd-${etcd_version}}
 
 if [[ ${1:-} == --print-dir ]]; then
@@ -56,4 +59,5 @@ if [[ -x $dir/coredns ]] && ! "$dir/coredns" -version 2>/dev/null | grep -qx "Co
 fi
 build coredns coredns github.com/coredns/coredns "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$coredns_version"
 build kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+build helm helm helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
 echo "lab-bins: ready in $dir"
