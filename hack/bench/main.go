@@ -200,7 +200,7 @@ var once = map[string]bool{
 	"BenchmarkServicesyncScale":  true, // servicesync/scale_bench_test.go: three API servers, 100 and 1000 services
 	"BenchmarkDNSAgainstCoreDNS": true, // dns/server/dnsperf_bench_test.go: dnsperf against kilofed and CoreDNS
 	// mesh/agent/agentsim (docs/scale.md): simulated agents against a real
-	// API server, 3 rounds of each size, each round set up from scratch.
+	// API server, 2 rounds of each size, each set up from scratch (~20 min).
 	"BenchmarkAPILoad":                true,
 	"BenchmarkAgentIn1000NodeCluster": true,
 }
