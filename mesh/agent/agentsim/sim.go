@@ -68,7 +68,6 @@ type Agent struct {
 	Name   string
 	Agent  *agent.Agent
 	Client *k8s.Client
-	done   chan struct{}
 }
 
 // Fleet is a set of simulated agents running in this process.
@@ -152,10 +151,9 @@ func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options
 		return nil, err
 	}
 	for _, a := range f.Agents {
-		a.done = make(chan struct{})
 		f.wg.Add(2)
 		go func() { defer f.wg.Done(); _ = a.Agent.RunHeartbeat(ctx) }()
-		go func() { defer f.wg.Done(); defer close(a.done); _ = a.Agent.Run(ctx) }()
+		go func() { defer f.wg.Done(); _ = a.Agent.Run(ctx) }()
 	}
 	return f, nil
 }

@@ -19,7 +19,7 @@ func TestParseMetricsSumsRequestsByVerbAndResourceAndWatchEventsByResource(t *te
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 120
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 3
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
-apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 7
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="openapi/v3",verb="GET",version=""} 7
 apiserver_watch_events_total{group="coordination.k8s.io",resource="leases",version="v1"} 4.5e+03
 apiserver_watch_events_total{group="",kind="Node",version="v1"} 10
 apiserver_request_duration_seconds_bucket{verb="PUT",le="0.1"} 99
@@ -28,7 +28,7 @@ apiserver_request_duration_seconds_bucket{verb="PUT",le="0.1"} 99
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"PUT leases": 123, "PATCH nodes/status": 2, "GET -//metrics": 7}
+	want := map[string]float64{"PUT leases": 123, "PATCH nodes/status": 2, "GET -/openapi/v3": 7}
 	for k, v := range want {
 		if c.Requests[k] != v {
 			t.Errorf("Requests[%q] = %v, want %v (all: %v)", k, c.Requests[k], v, c.Requests)
