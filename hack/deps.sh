@@ -19,7 +19,9 @@ declare -A need=(
 	[nslookup]=bind9-dnsutils
 	[dig]=bind9-dnsutils
 	[nc]=netcat-openbsd
+	[curl]=curl
 	[dnsperf]=dnsperf
+	[nsenter]=util-linux
 )
 missing=()
 for cmd in "${!need[@]}"; do
