@@ -7,7 +7,9 @@
 //
 //	http     --port N [--port M ...] --name POD --namespace NS --cluster C --node NODE
 //	         HTTP echo server: every path answers "<pod> <cluster> <node>\n"
-//	         (text/plain), /healthz answers "ok\n", /bytes/N streams N bytes
+//	         (text/plain), /healthz answers "ok\n" (503 "unready\n" after a
+//	         request to /healthz/fail, until one to /healthz/pass: a lab test
+//	         makes a readiness probe fail that way), /bytes/N streams N bytes
 //	         (application/octet-stream, N up to MaxStreamBytes) from one
 //	         shared buffer, for throughput measurements.
 //	udp      --port N [--port M ...]

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,16 +50,31 @@ func runHTTP(ctx context.Context, args []string, logger *slog.Logger) error {
 	return serveHTTP(ctx, lns, id, logger)
 }
 
-// echoHandler answers every path with the identity line, /healthz with ok,
-// and /bytes/N with N bytes.
+// echoHandler answers every path with the identity line, /healthz with ok
+// (503 unready after /healthz/fail, until /healthz/pass), and /bytes/N
+// with N bytes.
 func echoHandler(id identity, logger *slog.Logger) http.Handler {
 	body := fmt.Sprintf("%s %s %s\n", id.Pod, id.Cluster, id.Node)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/bytes/{n}", bytesHandler(logger))
+	var unhealthy atomic.Bool
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if unhealthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "unready")
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
+	for path, fail := range map[string]bool{"/healthz/fail": true, "/healthz/pass": false} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			unhealthy.Store(fail)
+			logger.Info("healthz switched", "failing", fail)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintln(w, "ok")
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		logger.Debug("request", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

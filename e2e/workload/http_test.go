@@ -52,6 +52,11 @@ func TestHTTPEcho(t *testing.T) {
 		{name: "root", path: "/", wantStatus: 200, wantBody: "ml-inference-0 gpu-cluster node-gpu-1\n"},
 		{name: "any path", path: "/v1/models/resnet:predict", wantStatus: 200, wantBody: "ml-inference-0 gpu-cluster node-gpu-1\n"},
 		{name: "healthz", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
+		{name: "healthz switched to failing", path: "/healthz/fail", wantStatus: 200, wantBody: "ok\n"},
+		{name: "healthz failing", path: "/healthz", wantStatus: 503, wantBody: "unready\n"},
+		{name: "other paths still answer", path: "/", wantStatus: 200, wantBody: "ml-inference-0 gpu-cluster node-gpu-1\n"},
+		{name: "healthz switched back", path: "/healthz/pass", wantStatus: 200, wantBody: "ok\n"},
+		{name: "healthz passing again", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

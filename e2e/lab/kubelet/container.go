@@ -34,14 +34,17 @@ type containerRuntime struct {
 	proc      *process // current run, nil when not running
 	// current is the last run started, for the kubelet API's goroutines
 	// (proc is the reconcile's own view).
-	current    atomic.Pointer[process]
-	startedAt  time.Time
-	ready      bool
-	restarts   int32
-	id         string
-	waiting    string    // reason while waiting to restart
-	waitingMsg string    // its message (CreateContainerConfigError: why)
-	configErr  time.Time // when the environment last failed to build
+	current   atomic.Pointer[process]
+	startedAt time.Time
+	bound     bool // the run's ports are bound (built-ins) or it started (host programs)
+	ready     bool
+	// The probers of the current run; nil without the probe.
+	readiness, liveness *prober
+	restarts            int32
+	id                  string
+	waiting             string    // reason while waiting to restart
+	waitingMsg          string    // its message (CreateContainerConfigError: why)
+	configErr           time.Time // when the environment last failed to build
 	// env is the environment of the current run, which exec'd commands get.
 	env        atomic.Pointer[[]string]
 	exitedAt   time.Time // of the last run, for the backoff
@@ -57,7 +60,8 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 	}
 	now := k.now()
 	c.id = fmt.Sprintf("kilofed-lab://%s-%s-%d", shortUID(rt.uid), c.name, c.restarts)
-	c.startedAt, c.ready, c.waiting, c.waitingMsg = now, false, "", ""
+	c.startedAt, c.bound, c.ready, c.waiting, c.waitingMsg = now, false, false, "", ""
+	c.readiness, c.liveness = nil, nil
 	spec, err := k.containerProcess(rt, c)
 	if errors.Is(err, ErrContainerConfig) {
 		// As a kubelet does: no run, the container waits and is tried again.
@@ -86,6 +90,39 @@ func (k *kubelet) startContainer(rt *podRuntime, c *containerRuntime) {
 		<-p.done
 		queue.Add(key)
 	}()
+	if err == nil {
+		k.startProbers(rt, c, p, spec.Env)
+	}
+}
+
+// startProbers starts the readiness and liveness probes of run p of c: a
+// readiness change makes the pod be looked at again, a liveness failure
+// stops the run (which then restarts per the restartPolicy).
+func (k *kubelet) startProbers(rt *podRuntime, c *containerRuntime, p *process, env []string) {
+	if e := c.env.Load(); e != nil {
+		env = *e
+	}
+	t := probeTarget{netns: rt.sandbox.Netns, ports: c.spec.Ports, env: env, prefix: k.execPrefix(rt.sandbox.Netns)}
+	if len(rt.sandbox.IPs) > 0 {
+		t.podIP = rt.sandbox.IPs[0].String()
+	}
+	key, name := rt.key, c.name
+	c.readiness = newProber(readinessProbe, c.spec.ReadinessProbe, t, func(ok bool, why string) {
+		k.log.Info("readiness changed", "pod", key, "container", name, "ready", ok, "reason", why)
+		k.queue.Add(key)
+	})
+	c.liveness = newProber(livenessProbe, c.spec.LivenessProbe, t, func(ok bool, why string) {
+		if ok {
+			return
+		}
+		k.log.Info("liveness probe failed, stopping the container", "pod", key, "container", name, "reason", why)
+		go func() { _ = p.stop(stopGrace) }()
+	})
+	for _, pr := range []*prober{c.readiness, c.liveness} {
+		if pr != nil {
+			go k.runProber(pr, p.done)
+		}
+	}
 }
 
 // containerProcess returns the process of a new run of c: its own command
@@ -134,14 +171,15 @@ func (k *kubelet) syncContainer(rt *podRuntime, c *containerRuntime, policy core
 			}
 			c.lastExit, c.exitedAt, c.waiting = &exit, exit.FinishedAt, "CrashLoopBackOff"
 		default:
-			if !c.ready {
+			if !c.bound {
 				if c.readyFile != "" {
 					if _, err := os.Stat(c.readyFile); err != nil {
 						return readyPollInterval
 					}
 				}
-				c.ready = true
+				c.bound = true
 			}
+			c.ready = c.readiness == nil || c.readiness.verdict.Load()
 			return 0
 		}
 	}

@@ -129,6 +129,32 @@
 // code and, once every container is, the pod becomes Succeeded or Failed and
 // its network is removed. Logs go to <LogDir>/<ns>_<pod>_<container>.log.
 //
+// # Probes
+//
+// Readiness and liveness probes run for every container, host program or
+// built-in workload, once per run: after initialDelaySeconds, then every
+// periodSeconds (default 10), each attempt bounded by timeoutSeconds
+// (default 1). exec runs the command as `kubectl exec` would (in the pod's
+// netns, with the run's environment; exit code 0 passes); httpGet sends
+// GET scheme://host:port/path with the httpHeaders (a Host header sets the
+// host) and User-Agent kube-probe/1.37, from inside the pod's netns
+// (hostNetwork: the node's), host defaulting to the pod IP, HTTPS not
+// verified, redirects not followed, 200-399 passing; tcpSocket passes when
+// a connection opens. A port is a number or the name of a containerPort.
+// gRPC and startup probes are not run (they count as passing).
+//
+// A readiness probe starts failing: the container is Ready once it runs
+// (built-ins: has bound its ports) and successThreshold (default 1)
+// attempts in a row passed, and unready again after failureThreshold
+// (default 3) failures in a row; the pod's Ready and ContainersReady
+// conditions follow, so EndpointSlices list the pod's address as not ready.
+// Without a readiness probe a container is Ready as soon as it runs. A
+// liveness probe failing failureThreshold times in a row stops the run
+// (SIGTERM to its group, SIGKILL after 3 s); the restartPolicy then decides
+// as for any exit. The built-in HTTP echo's /healthz answers 503 after a
+// request to /healthz/fail and 200 again after one to /healthz/pass, so a
+// lab test can make an endpoint unready.
+//
 // # Kubelet API
 //
 // With Config.Serving, Run serves the part of the kubelet API that the API

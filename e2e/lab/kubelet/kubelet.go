@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -39,6 +40,7 @@ type kubelet struct {
 	net      podNetwork
 	start    func(processSpec) (*process, error)
 	logDir   string
+	rootDir  string         // Config.RootDir or a temporary one
 	allocs   []*ipAllocator // IPv4 first
 	store    cache.Store
 	queue    workqueue.TypedRateLimitingInterface[string]
@@ -49,9 +51,11 @@ type kubelet struct {
 	authz      authorizer
 	execPrefix func(netns string) []string // argv prefix entering a pod's netns
 	runExec    func(context.Context, execSpec) (int, error)
-	execMu     sync.Mutex
-	execClosed bool
-	execWG     sync.WaitGroup // exec sessions
+	// dialInNetns connects from inside a named netns (probes).
+	dialInNetns func(ctx context.Context, netns, network, addr string) (net.Conn, error)
+	execMu      sync.Mutex
+	execClosed  bool
+	execWG      sync.WaitGroup // exec sessions
 
 	mu   sync.Mutex
 	pods map[string]*podRuntime // by namespace/name
@@ -72,15 +76,16 @@ func Run(ctx context.Context, cfg Config) error {
 		defer cfg.Serving.Listener.Close() // also when Run fails before serving
 	}
 	k := &kubelet{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		now:        time.Now,
-		net:        newPodNetwork(cfg.Logger),
-		pods:       map[string]*podRuntime{},
-		runCtx:     ctx,
-		authz:      newSARAuthorizer(cfg.Client, cfg.NodeName),
-		execPrefix: netnsExecPrefix,
-		runExec:    runCommand,
+		cfg:         cfg,
+		log:         cfg.Logger,
+		now:         time.Now,
+		net:         newPodNetwork(cfg.Logger),
+		pods:        map[string]*podRuntime{},
+		runCtx:      ctx,
+		authz:       newSARAuthorizer(cfg.Client, cfg.NodeName),
+		execPrefix:  netnsExecPrefix,
+		runExec:     runCommand,
+		dialInNetns: dialNetns,
 	}
 	k.nodeInfo = nodeSystemInfo(cfg, randomID(), kernelVersion())
 	if err := k.openLogDir(); err != nil {

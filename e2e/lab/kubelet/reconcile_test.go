@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -117,6 +118,10 @@ func newTestKubelet(t *testing.T) *testKubelet {
 		authz:      allowAll{},
 		execPrefix: func(string) []string { return nil },
 		runExec:    runCommand,
+		dialInNetns: func(ctx context.Context, _, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
 	}
 	t.Cleanup(tk.queue.ShutDown)
 	t.Cleanup(tk.teardownAll) // releases the process-wide netns claims
