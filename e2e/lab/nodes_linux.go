@@ -55,6 +55,7 @@ func (l *Lab) startNodes(ctx context.Context) error {
 				ClusterDomain:   c.ClusterDomain,
 				Logger:          l.logger.With("cluster", c.Name),
 				LogDir:          filepath.Join(l.Dir, "logs", "pods", c.Name+"-"+n.Name),
+				RootDir:         filepath.Join(l.Dir, "nodes", c.Name+"-"+n.Name),
 			}
 			serving, err := l.kubeletServing(c, n)
 			if err != nil {

@@ -23,6 +23,13 @@
 //	         request to the body's end.
 //	udp-send ADDR MESSAGE [--timeout 5s]
 //	         sends MESSAGE to ADDR (host:port) over UDP and prints the reply.
+//	mount-exec [--bind SRC:DST[:ro]]... -- COMMAND [ARG...]
+//	         bind-mounts each SRC on DST (creating a missing DST: a folder for a
+//	         folder, an empty file for a file; read-only with :ro) in the
+//	         current mount namespace, then execs COMMAND (found on PATH) in its
+//	         place. The kubelet stand-in runs it under `ip netns exec`, which
+//	         gives the process its own mount namespace, to mount a container's
+//	         volumes; the mounts are seen by that process only.
 //
 // The servers log to stderr with log/slog, stop cleanly on SIGTERM or SIGINT,
 // and, when given --ready-file PATH, create PATH once every port is bound so

@@ -22,7 +22,8 @@ const usage = `usage: workload <subcommand> [flags]
   udp      --port N [--port M ...] [--ready-file F]
   sleep    --seconds N [--ready-file F]   (N = 0 sleeps forever)
   get      URL [--timeout 5s] [--discard]
-  udp-send ADDR MESSAGE [--timeout 5s]`
+  udp-send ADDR MESSAGE [--timeout 5s]
+  mount-exec [--bind SRC:DST[:ro]]... -- COMMAND [ARG...]`
 
 // Main runs the workload subcommand named by args[0] with the remaining
 // arguments, writing results to stdout and logs to stderr. It returns when the
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runGet(ctx, args[1:], stdout)
 	case "udp-send":
 		return runUDPSend(ctx, args[1:], stdout)
+	case "mount-exec":
+		return runMountExec(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -72,6 +72,13 @@ type Config struct {
 	// kept after Run. When empty, Run uses a temporary folder named
 	// "kfl-kubelet-<node>-*" and removes it when it returns.
 	LogDir string
+	// RootDir, optional, is the node's own folder: pods' volumes
+	// (pods/<uid>/: service account tokens, emptyDir, configMap, secret,
+	// downwardAPI and projected volumes, removed with the pod) and its
+	// hostPath root (hostpath/: hostPath /var/lib/kilo of a pod of this node
+	// is <RootDir>/hostpath/var/lib/kilo, kept). When empty, Run uses a
+	// temporary folder and removes it when it returns.
+	RootDir string
 	// MTU, optional, is the MTU of both ends of each pod veth; 0 keeps the
 	// kernel default (1500).
 	MTU int

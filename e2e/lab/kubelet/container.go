@@ -1,9 +1,11 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +48,10 @@ type containerRuntime struct {
 	waitingMsg          string    // its message (CreateContainerConfigError: why)
 	configErr           time.Time // when the environment last failed to build
 	// env is the environment of the current run, which exec'd commands get.
-	env        atomic.Pointer[[]string]
+	env atomic.Pointer[[]string]
+	// mountNS is set when the runs have their own mounts (volumes): exec'd
+	// commands and exec probes enter the run's mount namespace then.
+	mountNS    atomic.Bool
 	exitedAt   time.Time // of the last run, for the backoff
 	lastExit   *exitInfo // last run, after a restart
 	terminated *exitInfo // final run: the container will not restart
@@ -102,7 +107,7 @@ func (k *kubelet) startProbers(rt *podRuntime, c *containerRuntime, p *process, 
 	if e := c.env.Load(); e != nil {
 		env = *e
 	}
-	t := probeTarget{netns: rt.sandbox.Netns, ports: c.spec.Ports, env: env, prefix: k.execPrefix(rt.sandbox.Netns)}
+	t := probeTarget{netns: rt.sandbox.Netns, ports: c.spec.Ports, env: env, prefix: k.enterPrefix(rt.sandbox.Netns, c.mountNS.Load(), p.pid)}
 	if len(rt.sandbox.IPs) > 0 {
 		t.podIP = rt.sandbox.IPs[0].String()
 	}
@@ -146,6 +151,23 @@ func (k *kubelet) containerProcess(rt *podRuntime, c *containerRuntime) (process
 	}
 	if _, err := lookPath(argv[0], envMap(env)["PATH"]); err != nil {
 		return processSpec{}, fmt.Errorf("container %q: %w", c.name, err)
+	}
+	vols, mounts := withServiceAccountVolume(rt.pod, &c.spec)
+	if err := k.setupVolumes(k.runCtx, rt, vols); err != nil {
+		return processSpec{}, err
+	}
+	k.startTokenRenewal(rt)
+	binds, err := rt.containerBinds(mounts)
+	if err != nil {
+		return processSpec{}, err
+	}
+	if len(binds) > 0 {
+		c.mountNS.Store(true)
+		pre := append(append([]string{}, k.cfg.WorkloadCommand...), "mount-exec")
+		for _, b := range binds {
+			pre = append(pre, "--bind", b)
+		}
+		argv = append(append(pre, "--"), argv...)
 	}
 	dir := c.spec.WorkingDir
 	if dir == "" {
@@ -277,4 +299,26 @@ func appendLog(path string, at time.Time, argv []string, msg string) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(runMarker(at, argv) + msg)
+}
+
+// enterPrefix is the argv prefix that runs a command in a container: in
+// its netns, and also in the mount namespace of its process pid when the
+// container has its own mounts.
+func (k *kubelet) enterPrefix(netns string, mountNS bool, pid int) []string {
+	if mountNS && pid > 0 {
+		return []string{"nsenter", "--target", strconv.Itoa(pid), "--mount", "--net", "--"}
+	}
+	return k.execPrefix(netns)
+}
+
+// startTokenRenewal starts renewing the pod's service account tokens
+// (once per pod), until the pod is torn down.
+func (k *kubelet) startTokenRenewal(rt *podRuntime) {
+	if rt.stopTokens != nil || len(rt.volumes.tokens) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(rt.execCtx)
+	rt.stopTokens = cancel
+	tokens := append([]tokenFile{}, rt.volumes.tokens...)
+	go k.renewTokens(ctx, rt, tokens)
 }

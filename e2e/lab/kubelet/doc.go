@@ -103,6 +103,56 @@
 // environment plus KFL_* variables. Commands exec'd into a container get
 // the environment of its current run.
 //
+// # Volumes and the service account token
+//
+// Host programs get the pod's volumes as a container does: each run starts
+// as `ip netns exec <PodNetns> <WorkloadCommand...> mount-exec --bind
+// SRC:DST[:ro]... -- <argv>`; ip netns exec gives the run its own mount
+// namespace (mounts do not propagate back), mount-exec bind-mounts each
+// volumeMount there (subPath below its volume, readOnly as :ro) and execs
+// the command in place, so the container's process keeps the run's PID.
+// A missing mount point is created on this machine (an empty folder, or an
+// empty file for a file); nothing is written into it from outside the
+// run's namespace. The volumes of a pod are made once, by the first
+// container that needs them, under Config.RootDir (a temporary folder by
+// default), and removed with the pod:
+//
+//	hostPath     <RootDir>/hostpath/<path>, so that the lab's nodes, which
+//	             share this machine, each have their own /var/lib/kilo or
+//	             /var/run/wireguard (kept when the pod goes); except /dev,
+//	             /proc, /sys, /lib/modules, /usr/lib/modules and
+//	             /run/xtables.lock (and what is below them), which are this
+//	             machine's own. type is honoured: DirectoryOrCreate and
+//	             FileOrCreate create, Directory, File, Socket, CharDevice and
+//	             BlockDevice must exist as such; unset creates a missing
+//	             folder, as container runtimes do.
+//	emptyDir     <RootDir>/pods/<uid>/<name>
+//	configMap    its keys (or items, with modes) as files; optional respected
+//	secret       likewise (defaultMode honoured)
+//	downwardAPI  fieldRef and resourceFieldRef items as for env
+//	projected    serviceAccountToken, configMap, secret, downwardAPI sources
+//	other kinds  an empty folder (logged)
+//
+// A serviceAccountToken source is a TokenRequest of the pod's
+// ServiceAccount ("default" when unset) bound to the pod (name and UID),
+// with its audience and expirationSeconds (at least 600; 3607 by
+// default), renewed after 80% of its life for as long as the pod runs, the
+// file replaced atomically. The ServiceAccount admission plugin adds
+// the kube-api-access volume (token, ca.crt from the kube-root-ca.crt
+// ConfigMap, namespace) mounted read-only at
+// /var/run/secrets/kubernetes.io/serviceaccount; when the API server did not
+// (envtest disables that plugin), the stand-in adds the same volume to host
+// programs itself when the pod names its serviceAccountName (a token binds
+// only to a pod of its account) and automountServiceAccountToken is not
+// false, so that
+// rest.InClusterConfig works unchanged with KUBERNETES_SERVICE_HOST/PORT. A
+// volume that cannot be made (ConfigMap, Secret or key missing, hostPath of
+// the wrong type, TokenRequest refused) makes the container wait with
+// CreateContainerConfigError, tried again every 2 s. Built-in workloads
+// have no mounts. securityContext, resources and the image's files are not
+// applied: a host program runs as root with every capability, on this
+// machine's filesystem below its mounts.
+//
 // # Workloads
 //
 // Containers of every other image are not run: each one is replaced by a
@@ -178,11 +228,15 @@
 // accepted.
 //
 // An exec'd command runs as `ip netns exec <PodNetns> <argv>` (hostNetwork
-// pods: the node's netns) with stdin, stdout, stderr or a terminal as asked,
-// and kubectl exec returns its exit code. Only the network is the pod's:
-// the command runs as root on the machine's filesystem and processes, with
-// the pod's /etc/netns resolv.conf (cluster DNS) and the environment of the
-// container's current run (see Environment). The command's process group
+// pods: the node's netns), or, for a host program with mounts, as
+// `nsenter --target <its PID> --mount --net -- <argv>`, in the namespaces of
+// the container's process, so that it sees the container's volumes and
+// token (`kubectl exec ds/kilo -- wg show` finds the agent's sockets), with
+// stdin, stdout, stderr or a terminal as asked, and kubectl exec returns
+// its exit code. Otherwise the command runs as root on the machine's
+// filesystem and processes, with the pod's /etc/netns resolv.conf (cluster
+// DNS) and the environment of the container's current run (see
+// Environment). Exec probes run the same way. The command's process group
 // is killed when it exits (background children do not survive the exec),
 // when the pod ends or is deleted, and when Run ends. Pods whose containers are not running refuse exec.
 //

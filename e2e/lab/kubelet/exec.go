@@ -43,7 +43,10 @@ type execSpec struct {
 // execTarget is the running container a command is exec'd into.
 type execTarget struct {
 	netns string
-	env   []string
+	// pid, when not 0, is the container's process, whose mount namespace
+	// (and netns) the command enters.
+	pid int
+	env []string
 	// done ends when the pod is torn down or finishes: the command is
 	// killed then.
 	done context.Context
@@ -104,7 +107,11 @@ func (k *kubelet) execTarget(ns, name string, uid types.UID, container string) (
 	if e := cr.env.Load(); e != nil {
 		env = *e
 	}
-	return execTarget{netns: rt.sandbox.Netns, env: env, done: rt.execCtx}, nil
+	target := execTarget{netns: rt.sandbox.Netns, env: env, done: rt.execCtx}
+	if p := cr.current.Load(); p != nil && cr.mountNS.Load() {
+		target.pid = p.pid
+	}
+	return target, nil
 }
 
 // podContainer returns the pod ns/name bound to this node, from the
@@ -161,7 +168,7 @@ func (e podExecutor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []
 		return err
 	}
 	spec := execSpec{
-		Argv:   append(e.k.execPrefix(e.target.netns), cmd...),
+		Argv:   append(e.k.enterPrefix(e.target.netns, e.target.pid > 0, e.target.pid), cmd...),
 		Env:    e.target.env,
 		Stdin:  in,
 		Stdout: asWriter(out),

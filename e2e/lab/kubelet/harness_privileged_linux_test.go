@@ -16,12 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // ktHarness is one Run against a real API server, for the privileged tests
 // of containers that run their own commands.
 type ktHarness struct {
 	client kubernetes.Interface
+	rest   *rest.Config
 	nodeNs string
 	ns     string // a fresh namespace for the test's pods
 	node   string
@@ -42,9 +44,19 @@ func startHarness(t *testing.T, mutate func(*Config)) *ktHarness {
 		}
 	}
 	holdLabLock(t)
-	h := &ktHarness{client: startAPIServer(t), nodeNs: newNodeNetns(t), ns: "kt-" + randHex(3), node: "kt-node", api: newAPIClient(t)}
+	rc := startAPIServerConfig(t)
+	h := &ktHarness{client: kubernetes.NewForConfigOrDie(rc), rest: rc, nodeNs: newNodeNetns(t), ns: "kt-" + randHex(3), node: "kt-node", api: newAPIClient(t)}
 	ctx := context.Background()
 	if _, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What kube-controller-manager makes in every namespace (envtest runs
+	// none): the default ServiceAccount and the cluster CA's ConfigMap.
+	if _, err := h.client.CoreV1().ServiceAccounts(h.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"},
+		Data: map[string]string{"ca.crt": string(rc.CAData)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	self, err := os.Executable()

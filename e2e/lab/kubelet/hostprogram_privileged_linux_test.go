@@ -48,11 +48,15 @@ func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.create(t, hostPod("client", corev1.Container{Image: "nicolaka/netshoot:v0.15",
+	// It names its ServiceAccount (as the admission would): it gets the
+	// token volume, and exec enters its mount namespace and netns.
+	client := hostPod("client", corev1.Container{Image: "nicolaka/netshoot:v0.15",
 		Args: []string{"/bin/sh", "-ec", "while :; do echo '.'; sleep 5 ; done"},
 		EnvFrom: []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
-		Env: []corev1.EnvVar{{Name: "MY_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}))
+		Env: []corev1.EnvVar{{Name: "MY_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}})
+	client.Spec.ServiceAccountName = "default"
+	h.create(t, client)
 	// kilofed's kg image, hostNetwork: ImageBinDir/kg with expanded args.
 	agent := hostPod("agent", corev1.Container{Image: "ghcr.io/kilofed/kg:v0.1", Args: []string{"--hostname=$(NODE_NAME)"},
 		Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}})
@@ -104,6 +108,9 @@ func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
 		})
 		if out, code := ex("ip", "-o", "addr", "show", "dev", "eth0"); code != 0 || !strings.Contains(out, " "+clientIP+"/32 ") {
 			t.Errorf("exec ip addr in client = %d %q, want eth0 with %s", code, out, clientIP)
+		}
+		if out, code := ex("cat", ServiceAccountMountPath+"/namespace"); code != 0 || out != h.ns {
+			t.Errorf("exec'd cat of the token volume's namespace = %d %q, want %q", code, out, h.ns)
 		}
 		want := "client fast " + kubeSvc.Spec.ClusterIP + " 443\n"
 		if out, code := ex("sh", "-c", "echo $MY_NAME $CFG_mode $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT"); code != 0 || out != want {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestReconcileRunsHostProgramImages(t *testing.T) {
@@ -41,7 +42,9 @@ func TestReconcileRunsHostProgramImages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tk := newTestKubelet(t)
 			tk.cfg.ImageBinDir = binDir
-			tk.apply(t, reconcilePod("p", "u1", corev1.RestartPolicyAlways, tt.c))
+			pod := reconcilePod("p", "u1", corev1.RestartPolicyAlways, tt.c)
+			pod.Spec.AutomountServiceAccountToken = ptr.To(false) // no mounts: TestReconcileMountsVolumes
+			tk.apply(t, pod)
 			netns := PodNetns("kfl-node-a", "default", "p")
 			want := append([]string{"ip", "netns", "exec", netns}, tt.wantArgv...)
 			if diff := cmp.Diff([][]string{want}, tk.procs.argv); diff != "" {

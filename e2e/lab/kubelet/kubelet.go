@@ -92,6 +92,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer k.closeLogDir()
+	if err := k.openRootDir(); err != nil {
+		return err
+	}
+	defer k.closeRootDir()
 	starter := newLockedStarter(startProcess)
 	defer starter.Close() // after every pod was torn down
 	k.start = starter.Start
@@ -295,4 +299,27 @@ func randomID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// openRootDir creates the folder of the node's pod volumes and hostPaths.
+func (k *kubelet) openRootDir() error {
+	if k.cfg.RootDir != "" {
+		k.rootDir = k.cfg.RootDir
+		return os.MkdirAll(k.rootDir, 0o755)
+	}
+	dir, err := os.MkdirTemp("", "kfl-kubelet-root-"+k.cfg.NodeName+"-")
+	if err != nil {
+		return fmt.Errorf("create the node's root folder: %w", err)
+	}
+	k.rootDir = dir
+	return nil
+}
+
+// closeRootDir removes the root folder if Run created it.
+func (k *kubelet) closeRootDir() {
+	if k.cfg.RootDir == "" && k.rootDir != "" {
+		if err := os.RemoveAll(k.rootDir); err != nil {
+			k.log.Warn("remove the node's root folder", "dir", k.rootDir, "err", err)
+		}
+	}
 }

@@ -29,8 +29,10 @@ type podRuntime struct {
 	containers           []*containerRuntime
 	// finished is set once every container ended for good; the sandbox is
 	// gone then, and the runtime only remembers not to start the pod again.
-	finished bool
-	written  *corev1.PodStatus // last status written
+	finished   bool
+	written    *corev1.PodStatus  // last status written
+	volumes    volumeSet          // made by the first container that mounts them
+	stopTokens context.CancelFunc // ends the token renewal
 	// execCtx ends (stopExec) when the pod finishes or is torn down:
 	// commands exec'd into it are killed then.
 	execCtx  context.Context
@@ -204,6 +206,7 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime) 
 	if snap.phase() != corev1.PodRunning && !rt.finished {
 		rt.stopExec()
 		k.removeSandbox(rt)
+		k.removeVolumes(rt)
 		rt.finished = true
 		k.log.Info("pod finished", "pod", rt.key, "phase", snap.phase())
 	}
@@ -272,6 +275,7 @@ func (k *kubelet) teardown(rt *podRuntime, why string) {
 	wg.Wait()
 	if !rt.finished {
 		k.removeSandbox(rt)
+		k.removeVolumes(rt)
 	}
 	k.mu.Lock()
 	if k.pods[rt.key] == rt {

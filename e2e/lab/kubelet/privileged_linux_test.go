@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -158,6 +159,13 @@ func netnsExists(name string) bool {
 // startAPIServer starts etcd and kube-apiserver with envtest.
 func startAPIServer(t *testing.T) kubernetes.Interface {
 	t.Helper()
+	return kubernetes.NewForConfigOrDie(startAPIServerConfig(t))
+}
+
+// startAPIServerConfig starts etcd and kube-apiserver with envtest and
+// returns the admin config.
+func startAPIServerConfig(t *testing.T) *rest.Config {
+	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    labBins(t),
@@ -173,7 +181,7 @@ func startAPIServer(t *testing.T) kubernetes.Interface {
 			t.Errorf("stop envtest: %v", err)
 		}
 	})
-	return kubernetes.NewForConfigOrDie(cfg)
+	return cfg
 }
 
 // The lab's machine-wide locks (package lab's LiveLockPath and

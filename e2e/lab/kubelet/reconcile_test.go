@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -101,16 +104,29 @@ func newTestKubelet(t *testing.T) *testKubelet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kube-root-ca.crt"},
+		Data: map[string]string{"ca.crt": "test CA\n"}})
+	client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		ref := tr.Spec.BoundObjectRef
+		tr.Status = authenticationv1.TokenRequestStatus{Token: "token-of-" + a.GetNamespace() + "/" + ref.Name,
+			ExpirationTimestamp: metav1.NewTime(tk.clock.Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))}
+		return true, tr, nil
+	})
 	tk.kubelet = &kubelet{
-		cfg: Config{Client: fake.NewClientset(), Cluster: "paris", NodeName: "node-a", NodeNetns: "kfl-node-a",
+		cfg: Config{Client: client, Cluster: "paris", NodeName: "node-a", NodeNetns: "kfl-node-a",
 			InternalIP: netip.MustParseAddr("10.0.1.10"), WorkloadCommand: []string{"/lab", "workload"}},
-		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now:    func() time.Time { return tk.clock },
-		net:    tk.net,
-		start:  tk.procs.start,
-		logDir: t.TempDir(),
-		allocs: []*ipAllocator{alloc},
-		store:  cache.NewStore(cache.MetaNamespaceKeyFunc),
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		now:     func() time.Time { return tk.clock },
+		net:     tk.net,
+		start:   tk.procs.start,
+		logDir:  t.TempDir(),
+		rootDir: t.TempDir(),
+		allocs:  []*ipAllocator{alloc},
+		store:   cache.NewStore(cache.MetaNamespaceKeyFunc),
 		queue: workqueue.NewTypedRateLimitingQueue[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)),
 		pods:       map[string]*podRuntime{},
