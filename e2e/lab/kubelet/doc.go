@@ -113,9 +113,10 @@
 // the command in place, so the container's process keeps the run's PID.
 // A missing mount point is created on this machine (an empty folder, or an
 // empty file for a file); nothing is written into it from outside the
-// run's namespace. The volumes of a pod are made once, by the first
-// container that needs them, under Config.RootDir (a temporary folder by
-// default), and removed with the pod:
+// run's namespace. All the volumes of a pod are made once, when its first
+// host program starts, under Config.RootDir (a temporary folder by
+// default; the lab gives each node its own), and all but hostPath are
+// removed with the pod:
 //
 //	hostPath     <RootDir>/hostpath/<path>, so that the lab's nodes, which
 //	             share this machine, each have their own /var/lib/kilo or
@@ -149,9 +150,9 @@
 // volume that cannot be made (ConfigMap, Secret or key missing, hostPath of
 // the wrong type, TokenRequest refused) makes the container wait with
 // CreateContainerConfigError, tried again every 2 s. Built-in workloads
-// have no mounts. securityContext, resources and the image's files are not
-// applied: a host program runs as root with every capability, on this
-// machine's filesystem below its mounts.
+// have no mounts. securityContext, resource limits and the image's files
+// are not applied: a host program runs as root with every capability, on
+// this machine's filesystem below its mounts.
 //
 // # Workloads
 //
