@@ -98,7 +98,8 @@
 // A ConfigMap, Secret or key that is missing is skipped when the reference
 // is optional; otherwise the container does not start: it waits with
 // reason CreateContainerConfigError and a message saying what is missing,
-// and is tried again every 2 s (no restart counted). Host programs run
+// and is tried again every 2 s (no restart counted); the pod is Pending
+// while none of its containers has started. Host programs run
 // with exactly that environment; built-in workloads keep the kubelet's
 // environment plus KFL_* variables. Commands exec'd into a container get
 // the environment of its current run.

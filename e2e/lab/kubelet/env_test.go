@@ -215,6 +215,9 @@ func TestReconcileWaitsOnContainerConfigErrorThenStarts(t *testing.T) {
 	if w == nil || w.Reason != "CreateContainerConfigError" || !strings.Contains(w.Message, `configmap "cfg"`) {
 		t.Fatalf("container state %+v, want waiting CreateContainerConfigError naming the configmap", p.Status.ContainerStatuses[0].State)
 	}
+	if p.Status.Phase != corev1.PodPending || conditionOf(p.Status, corev1.PodReady).Status != corev1.ConditionFalse {
+		t.Errorf("phase %s, Ready %s; want Pending, not ready, while no container could start", p.Status.Phase, conditionOf(p.Status, corev1.PodReady).Status)
+	}
 	if _, err := tk.cfg.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -229,7 +232,7 @@ func TestReconcileWaitsOnContainerConfigErrorThenStarts(t *testing.T) {
 	if len(tk.procs.argv) != 1 || !strings.Contains(strings.Join(tk.procs.env[0], " "), "MODE=fast") {
 		t.Fatalf("after the ConfigMap appeared: argv %v env %v", tk.procs.argv, tk.procs.env)
 	}
-	if got := tk.status(t, "default", "p"); !strings.Contains(got, "container c ready=true restarts=0 running") {
+	if got := tk.status(t, "default", "p"); !strings.Contains(got, "phase Running") || !strings.Contains(got, "container c ready=true restarts=0 running") {
 		t.Errorf("status %s, want running with no restart counted", got)
 	}
 }

@@ -203,7 +203,7 @@ func (k *kubelet) syncPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime) 
 		}
 	}
 	snap := rt.snapshot()
-	if snap.phase() != corev1.PodRunning && !rt.finished {
+	if ph := snap.phase(); (ph == corev1.PodSucceeded || ph == corev1.PodFailed) && !rt.finished {
 		rt.stopExec()
 		k.removeSandbox(rt)
 		k.removeVolumes(rt)

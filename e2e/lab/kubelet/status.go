@@ -51,9 +51,13 @@ type podSnapshot struct {
 	Containers      []containerSnapshot
 }
 
-// phase returns the pod phase of a snapshot: Succeeded or Failed once every
-// container has terminated for good, else Running.
+// phase returns the pod phase of a snapshot: Pending while no container
+// has started yet (each waits with CreateContainerConfigError), Succeeded
+// or Failed once every container has terminated for good, else Running.
 func (s podSnapshot) phase() corev1.PodPhase {
+	if s.neverStarted() {
+		return corev1.PodPending
+	}
 	failed := false
 	for _, c := range s.Containers {
 		if c.Terminated == nil {
@@ -72,7 +76,7 @@ func (s podSnapshot) phase() corev1.PodPhase {
 func podStatus(pod *corev1.Pod, prev corev1.PodStatus, snap podSnapshot, now metav1.Time) corev1.PodStatus {
 	st := *prev.DeepCopy()
 	st.Phase = snap.phase()
-	terminal := st.Phase != corev1.PodRunning
+	terminal := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed
 	st.Reason, st.Message = "", ""
 	st.HostIPs, st.PodIPs = nil, nil
 	for _, a := range snap.HostIPs {
@@ -187,4 +191,15 @@ func terminated(e exitInfo, id string) *corev1.ContainerStateTerminated {
 // imageID is the image ID the stand-in reports: it pulls nothing.
 func imageID(image string) string {
 	return "kilofed-lab://" + image
+}
+
+// neverStarted reports whether no container of the pod has run yet: every
+// one waits to be created (CreateContainerConfigError) and none ran before.
+func (s podSnapshot) neverStarted() bool {
+	for _, c := range s.Containers {
+		if c.Running || c.Terminated != nil || c.LastTerminated != nil || c.RestartCount > 0 || c.Waiting != "CreateContainerConfigError" {
+			return false
+		}
+	}
+	return len(s.Containers) > 0
 }
