@@ -6,7 +6,7 @@ export KILOFED_LAB_BINS := $(LAB_BINS)
 BIN := $(CURDIR)/bin
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build deps lab-bins test unit-test e2e-test bench bench-quick demo demo-mesh lint fmt clean lab-clean manifests chart
+.PHONY: all build deps lab-bins test unit-test e2e-test bench bench-quick demo demo-mesh lint fmt clean lab-clean manifests chart docs
 
 all: build
 
@@ -59,6 +59,10 @@ lint:
 ## chart: regenerate the chart's copies of the CRDs and admission policy, and its README's values table
 chart:
 	$(GO) generate ./charts/kilofed/
+
+## docs: regenerate docs/reference.md's tables (flags, annotations, CRDs, metrics) and docs/architecture.svg; the tests of ./docs fail while they are stale
+docs:
+	$(GO) generate ./docs/
 
 ## manifests: deploy/kilofed.yaml, the chart rendered for kubectl apply (never edited by hand)
 manifests: chart
