@@ -76,3 +76,22 @@ func TestPagesLinkToFilesThatExist(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeLinksOnlyToFilesOfTheRepository: the README stands alone, its
+// links are files of this repository that exist.
+func TestReadmeLinksOnlyToFilesOfTheRepository(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)#]*)(#[^)]*)?\)`)
+	for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+		if strings.Contains(m[1], ":") {
+			t.Errorf("README.md links outside the repository: %s", m[1])
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
+			t.Errorf("README.md links to %s: %v", m[1], err)
+		}
+	}
+}
