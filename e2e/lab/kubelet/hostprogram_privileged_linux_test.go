@@ -96,6 +96,14 @@ func TestPrivilegedHostProgramImagesRunTheirCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its first line may come a moment after it is Running (its mounts
+	// are made first).
+	eventually(t, 10*time.Second, "client's first log line", func() error {
+		if !strings.Contains(h.logs("client"), ".\n") {
+			return fmt.Errorf("log %q", h.logs("client"))
+		}
+		return nil
+	})
 	h.api.check(t, h.ns, "client", func(ex apiExec) {
 		// As the conformance suite does, retried: socat may close the
 		// connection before relaying the answer when its SYSTEM child exits

@@ -37,6 +37,7 @@ type kubelet struct {
 	log      *slog.Logger
 	nodeInfo corev1.NodeSystemInfo
 	now      func() time.Time
+	after    func(time.Duration) <-chan time.Time // timers of token renewals
 	net      podNetwork
 	start    func(processSpec) (*process, error)
 	logDir   string
@@ -79,6 +80,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		now:         time.Now,
+		after:       time.After,
 		net:         newPodNetwork(cfg.Logger),
 		pods:        map[string]*podRuntime{},
 		runCtx:      ctx,

@@ -121,6 +121,7 @@ func newTestKubelet(t *testing.T) *testKubelet {
 			InternalIP: netip.MustParseAddr("10.0.1.10"), WorkloadCommand: []string{"/lab", "workload"}},
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		now:     func() time.Time { return tk.clock },
+		after:   time.After,
 		net:     tk.net,
 		start:   tk.procs.start,
 		logDir:  t.TempDir(),

@@ -398,7 +398,7 @@ func (k *kubelet) renewTokens(ctx context.Context, rt *podRuntime, tokens []toke
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Until(next)):
+		case <-k.after(next.Sub(k.now())):
 		}
 		for i := range tokens {
 			if !k.now().Before(tokens[i].renewAt) {

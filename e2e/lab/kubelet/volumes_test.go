@@ -188,3 +188,42 @@ func TestNoServiceAccountMountWhenAutomountIsFalse(t *testing.T) {
 		t.Errorf("admission's volume: volumes %v mounts %v", vols, mounts)
 	}
 }
+
+func TestTokenRenewedAfter80PercentOfItsLife(t *testing.T) {
+	tk := newTestKubelet(t)
+	waits := make(chan time.Duration, 4)
+	fire := make(chan time.Time)
+	tk.after = func(d time.Duration) <-chan time.Time { waits <- d; return fire }
+	c := corev1.Container{Image: "nicolaka/netshoot", Args: []string{"sleep", "3600"}}
+	pod := reconcilePod("p", "u1", corev1.RestartPolicyAlways, c)
+	pod.Spec.ServiceAccountName = "default"
+	tk.apply(t, pod)
+	token := filepath.Join(tk.rootDir, "pods", "u1", "kube-api-access-kfl", "token")
+	requests := func() int {
+		n := 0
+		for _, a := range tk.cfg.Client.(*fake.Clientset).Actions() {
+			if a.GetSubresource() == "token" {
+				n++
+			}
+		}
+		return n
+	}
+	if got, want := <-waits, time.Duration(float64(defaultTokenSeconds*time.Second)*tokenRefreshAt); got != want {
+		t.Errorf("first renewal in %v, want %v (80%% of %d s)", got, want, defaultTokenSeconds)
+	}
+	if n := requests(); n != 1 {
+		t.Fatalf("%d token requests before the renewal, want 1", n)
+	}
+	if err := os.WriteFile(token, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk.clock = tk.clock.Add(time.Duration(float64(defaultTokenSeconds*time.Second) * tokenRefreshAt))
+	fire <- tk.clock
+	<-waits // the renewal done, the next one is scheduled
+	if n := requests(); n != 2 {
+		t.Errorf("%d token requests after the renewal, want 2", n)
+	}
+	if b, err := os.ReadFile(token); err != nil || string(b) != "token-of-default/p" {
+		t.Errorf("token file after renewal = %q, %v", b, err)
+	}
+}
