@@ -170,7 +170,19 @@ func (l *Lab) buildNode(ctx context.Context, r *nsConn, n *Node) error {
 			return err
 		}
 	}
-	return l.joinMgmt(ns, mgmtHostLink(l.Spec.Name, n.global), n.MgmtIP)
+	if err := l.joinMgmt(ns, mgmtHostLink(l.Spec.Name, n.global), n.MgmtIP); err != nil {
+		return err
+	}
+	// Pods reach the API server (the kubernetes Service's endpoint, on the
+	// management network) as in any cluster: their traffic leaves the node
+	// through mgmt0 with the node's management address, since the host
+	// side has no route back to the pod ranges.
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Netns, "iptables", "-w", "-t", "nat", "-A", "POSTROUTING",
+		"-o", NodeMgmtLink, "!", "-s", n.MgmtIP.String(), "-j", "SNAT", "--to-source", n.MgmtIP.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("SNAT of pod traffic to the management network in %s: %w: %s", n.Netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // buildLocation6 gives a dual-stack location's router its IPv6 LAN address,

@@ -94,6 +94,7 @@ func TestServicesOfTwoClusters(t *testing.T) {
 		{"PodInProdResolvesTheClustersetNameThroughCoreDNS", testClustersetDNS, false},
 		{"LaptopPeerResolvesClusterAndClustersetNamesAndGetsAnswersOverTheTunnel", testLaptopResolvesAndReachesThroughTheTunnel, false},
 		{"EndpointsFollowPodsCreatedAndDeleted", testFollow, false},
+		{"EndpointsFollowReadinessProbes", testReadiness, false},
 		{"ExportWithoutServiceIsInvalid", testNoService, false},
 		{"UnexportRemovesTheImportEverywhere", testUnexport, false},
 		{"HeadlessExportImportsPodIPsAndNames", testHeadless, false},
