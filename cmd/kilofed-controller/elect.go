@@ -48,7 +48,7 @@ func electionFlags(fs *flag.FlagSet, o *election) {
 
 // run calls work directly when election is off. Otherwise it waits for the
 // Lease, runs work while holding it, and returns errLostLead if the Lease is
-// lost while ctx is alive; on ctx's end it releases the Lease, so that a
+// lost while ctx is alive (work's own result if work returns by itself); on ctx's end it releases the Lease, so that a
 // standby takes over at once instead of after the lease duration.
 func (e election) run(ctx context.Context, cfg *rest.Config, log *slog.Logger, work func(context.Context) error) error {
 	if !e.enabled {
@@ -73,6 +73,9 @@ func (e election) run(ctx context.Context, cfg *rest.Config, log *slog.Logger, w
 	defer stopElector()
 	started, workDone := make(chan struct{}), make(chan struct{})
 	var workErr error
+	// byItself says that the work returned while its context was alive
+	// (not stopped by a lost Lease or by ctx): its result is then run's.
+	var byItself bool
 	waitWork := func() {
 		stopWork()
 		select {
@@ -90,6 +93,7 @@ func (e election) run(ctx context.Context, cfg *rest.Config, log *slog.Logger, w
 				e.setLeading(true)
 				log.Info("leading: this replica runs federation and servicesync", "lease", e.namespace+"/"+electLeaseName, "identity", e.identity)
 				workErr = work(workCtx)
+				byItself = workCtx.Err() == nil
 				close(workDone)
 				stopElector()
 			},
@@ -120,7 +124,7 @@ func (e election) run(ctx context.Context, cfg *rest.Config, log *slog.Logger, w
 		return nil // ctx ended before this replica led
 	}
 	switch {
-	case workErr != nil && !errors.Is(workErr, context.Canceled):
+	case byItself, workErr != nil && !errors.Is(workErr, context.Canceled):
 		return workErr
 	case ctx.Err() == nil:
 		return errLostLead

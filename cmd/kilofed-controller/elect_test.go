@@ -149,3 +149,35 @@ func TestElectionOffRunsTheWork(t *testing.T) {
 		t.Fatalf("run = %v, ran %v", err, ran)
 	}
 }
+
+// TestLeaderElectionWorkEndingByItselfIsReportedAsIs proves that when the
+// work returns on its own while this replica leads and its context is alive,
+// run returns the work's own result (nil or its error), not errLostLead: no
+// Lease was lost, and the message would send the operator the wrong way.
+func TestLeaderElectionWorkEndingByItselfIsReportedAsIs(t *testing.T) {
+	env := k8stest.Start(t)
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kilofed-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		ret  error
+	}{{"nil", nil}, {"an error", errors.New("controller failed")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				done <- testElection("a").run(t.Context(), env.Config, log, func(context.Context) error { return tc.ret })
+			}()
+			select {
+			case err := <-done:
+				if err != tc.ret {
+					t.Fatalf("run = %v, want the work's own result %v", err, tc.ret)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("run did not return 15 s after the work did")
+			}
+		})
+	}
+}
