@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/kilofed/kilofed/dns/zone"
 	ssv1 "github.com/kilofed/kilofed/servicesync/apis/v1alpha1"
 	"github.com/kilofed/kilofed/servicesync/merge"
 )
@@ -128,7 +128,7 @@ func Spec(cluster string, ex *mcsv1beta1.ServiceExport, svc *corev1.Service, sli
 				// As CoreDNS names a headless endpoint without a hostname
 				// in cluster.local, and as the MCS conformance suite
 				// expects: its first address, dashed.
-				ep.Hostname = dashed(e.Addresses[0])
+				ep.Hostname = zone.AddressLabel(e.Addresses[0])
 			}
 			spec.Endpoints[i].Endpoints = append(spec.Endpoints[i].Endpoints, ep)
 		}
@@ -137,12 +137,6 @@ func Spec(cluster string, ex *mcsv1beta1.ServiceExport, svc *corev1.Service, sli
 		slicesSortEndpoints(spec.Endpoints[i].Endpoints)
 	}
 	return spec
-}
-
-// dashed returns an address with its dots or colons turned into dashes
-// (10.11.0.4 -> 10-11-0-4), the DNS label of an endpoint without a hostname.
-func dashed(addr string) string {
-	return strings.NewReplacer(".", "-", ":", "-").Replace(addr)
 }
 
 func isTrue(b *bool, dflt bool) bool {

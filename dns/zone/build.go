@@ -90,7 +90,7 @@ func endpoints(sl []Slice) []target {
 			}
 			host := strings.ToLower(ep.Hostname)
 			if host == "" {
-				host = strings.NewReplacer(".", "-", ":", "-").Replace(ep.Addresses[0].Unmap().String())
+				host = AddressLabel(ep.Addresses[0].Unmap().String())
 			}
 			if !isLabel(host) {
 				continue
