@@ -61,6 +61,22 @@ type Config struct {
 	// that another node of its location takes over within the lease
 	// duration.
 	Forwarding func() error
+	// Election, when set, elects the location's leader with one election
+	// Lease per location (k8s.ElectionLocation: run RunElection, not
+	// RunHeartbeat); nil keeps the heartbeat Leases.
+	Election k8s.Elector
+	// LeaseDuration is how long a holder's renewal of the election Lease
+	// counts when probes cannot tell; zero means k8s.DefaultLeaseDuration.
+	LeaseDuration time.Duration
+	// Probe checks over the LAN that the leader's agent answers and can
+	// forward (nil error); the best standbys call it every ProbeInterval
+	// and take the lead after ProbeFailures failures in a row. Nil: no
+	// probes, a dead leader is replaced once its Lease expires.
+	Probe func(ctx context.Context, leader topology.Node) error
+	// ProbeInterval is DefaultProbeInterval when zero.
+	ProbeInterval time.Duration
+	// ProbeFailures is DefaultProbeFailures when zero.
+	ProbeFailures int
 	// Device is the WireGuard interface named Topology.Links.WireGuard.
 	Device wireguard.Device
 	// Links sets the WireGuard link's addresses and state.
@@ -109,6 +125,7 @@ type Agent struct {
 	lastOK   time.Time
 	leaders  map[string]string
 	problems string
+	nodes    []topology.Node // the nodes of the last reconciliation
 
 	applied wgconf.Config    // the last configuration the device took
 	key     wgconf.SecretKey // the private key, Config.PrivateKey until a rotation
@@ -149,6 +166,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HeartbeatPeriod <= 0 {
 		cfg.HeartbeatPeriod = time.Second
 	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = k8s.DefaultLeaseDuration
+	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.ProbeFailures <= 0 {
+		cfg.ProbeFailures = DefaultProbeFailures
+	}
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = 30 * time.Second
 	}
@@ -169,6 +195,13 @@ func New(cfg Config) (*Agent, error) {
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
 		nudge: newNudger(),
 	}, nil
+}
+
+// lastNodes returns the nodes of the last reconciliation.
+func (a *Agent) lastNodes() []topology.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.nodes
 }
 
 // Topology returns the topology of the last reconciliation, nil before it.

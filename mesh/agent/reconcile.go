@@ -25,6 +25,9 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		a.nudge.forget()
 	}
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
+	a.mu.Lock()
+	a.nodes = nodes
+	a.mu.Unlock()
 	a.resolveEndpoints(ctx, nodes, peers)
 	topo, err := topology.New(nodes, peers, a.cfg.Topology)
 	if err != nil {

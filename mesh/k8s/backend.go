@@ -69,6 +69,11 @@ type Config struct {
 	// LeaseDuration is how long a node stays Ready after this process saw
 	// its Lease renewed; zero means 3 s. Agents renew every third of it.
 	LeaseDuration time.Duration
+	// Election is how leaders are chosen: ElectionNodeLeases (empty) reads
+	// every node's heartbeat Lease for Node.Ready; ElectionLocation starts
+	// no Lease watch of its own (FollowLocation watches one election Lease)
+	// and marks Ready the node that leads its location by LeadsAnnotation.
+	Election Election
 	// Logger receives the client's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -94,6 +99,13 @@ type Client struct {
 
 	hbMu sync.Mutex
 	hb   map[string]*heartbeat
+
+	// ctx ends the watches; elMu guards follow, the followed location's
+	// election Lease (ElectionLocation).
+	ctx          context.Context
+	elMu         sync.Mutex
+	follow       *locationWatch
+	leaseChanges chan struct{}
 }
 
 var _ Backend = (*Client)(nil)
@@ -108,6 +120,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	cfg.LeaseNamespace = cmp.Or(cfg.LeaseNamespace, DefaultLeaseNamespace)
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
+	election, err := ParseElection(string(cfg.Election))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Election = election
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -127,6 +144,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		kube: kube, peerAPI: peerAPI, leases: newLeases(),
 		changes: make(chan struct{}, 1), now: time.Now,
 		lastReady: map[string]bool{}, hb: map[string]*heartbeat{},
+		ctx: ctx, leaseChanges: make(chan struct{}, 1),
 	}
 	// Patient list-watches: after an API outage the caches are fresh
 	// within a second of the server's return, not after the reflectors'
@@ -140,17 +158,30 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		&coordinationv1.Lease{}, 0, cache.Indexers{})
 	c.peers = cache.NewSharedIndexInformer(Patient(cache.NewListWatchFromClient(peerAPI, v1alpha1.PeerPlural, "", fields.Everything())),
 		&v1alpha1.Peer{}, 0, cache.Indexers{})
+	if cfg.Election == ElectionLocation {
+		// No heartbeat Lease is watched: the agent follows its location's
+		// election Lease alone (FollowLocation).
+		leaseInformer = nil
+	}
 	if err := c.addHandlers(leaseInformer); err != nil {
 		return nil, err
 	}
-	for _, inf := range []cache.SharedIndexInformer{c.nodes, c.peers, leaseInformer} {
-		go inf.Run(ctx.Done())
+	informers := []cache.SharedIndexInformer{c.nodes, c.peers}
+	if leaseInformer != nil {
+		informers = append(informers, leaseInformer)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.peers.HasSynced, leaseInformer.HasSynced) {
+	synced := make([]cache.InformerSynced, 0, len(informers))
+	for _, inf := range informers {
+		go inf.Run(ctx.Done())
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil, fmt.Errorf("sync the Node, Peer and Lease caches: %w", context.Cause(ctx))
 	}
-	c.warmUp(ctx)
-	go c.watchReadiness(ctx)
+	if leaseInformer != nil {
+		c.warmUp(ctx)
+		go c.watchReadiness(ctx)
+	}
 	return c, nil
 }
 
@@ -220,10 +251,17 @@ func (c *Client) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
 	)
 	for _, obj := range c.nodes.GetStore().List() {
 		n, errs := NodeFromObject(obj.(*corev1.Node), c.opts)
-		n.Ready = n.Ready && ready[n.Name]
-		n.Since = since[n.Name]
+		if c.cfg.Election != ElectionLocation {
+			n.Ready = n.Ready && ready[n.Name]
+			n.Since = since[n.Name]
+		}
 		nodes = append(nodes, n)
 		problems = appendProblems(problems, topology.KindNode, n.Name, errs...)
+	}
+	if c.cfg.Election == ElectionLocation {
+		leaders, bad := electedLeaders(nodes, c.leadsAnnotations())
+		markElected(nodes, leaders)
+		problems = append(problems, bad...)
 	}
 	for _, obj := range c.peers.GetStore().List() {
 		p := obj.(*v1alpha1.Peer)

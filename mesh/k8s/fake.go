@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
 	"github.com/kilofed/kilofed/mesh/topology"
@@ -33,6 +34,8 @@ type Fake struct {
 	// NotForwarding holds the nodes marked by SetForwarding(node, false):
 	// they are not Ready, as if their Lease had expired.
 	NotForwarding map[string]bool
+	// el is the location election (Elector), made on first use.
+	el *fakeElection
 }
 
 var _ Backend = (*Fake)(nil)
@@ -173,4 +176,156 @@ func (f *Fake) SetForwarding(node string, forwarding bool) {
 	if changed {
 		f.signal()
 	}
+}
+
+// FakeLease is a location election Lease held by a Fake.
+type FakeLease struct {
+	// Holder and Term are the Lease's holder and leaseTransitions.
+	Holder string
+	Term   int32
+	// Age is returned as LocationLease.Age.
+	Age time.Duration
+}
+
+// fakeElection is the Fake's part of Elector.
+type fakeElection struct {
+	followed     string
+	leases       map[string]*FakeLease
+	leads        map[string]string
+	holdErr      error
+	leaseChanges chan struct{}
+}
+
+var _ Elector = (*Fake)(nil)
+
+func (f *Fake) election() *fakeElection {
+	if f.el == nil {
+		f.el = &fakeElection{leases: map[string]*FakeLease{}, leads: map[string]string{}, leaseChanges: make(chan struct{}, 1)}
+	}
+	return f.el
+}
+
+// FollowLocation implements Elector.
+func (f *Fake) FollowLocation(loc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.election().followed = loc
+}
+
+// Followed returns the location last followed.
+func (f *Fake) Followed() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.election().followed
+}
+
+// LeaseChanges implements Elector.
+func (f *Fake) LeaseChanges() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.election().leaseChanges
+}
+
+// LocationLease implements Elector: the Lease set by SetLocationLease or
+// written by HoldLocation.
+func (f *Fake) LocationLease(loc string) LocationLease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	el := f.election()
+	if el.followed != loc {
+		return LocationLease{}
+	}
+	l := el.leases[loc]
+	if l == nil {
+		return LocationLease{Known: true}
+	}
+	return LocationLease{Known: true, Exists: true, Holder: l.Holder, Term: l.Term, Age: l.Age}
+}
+
+// SetLocationLease sets loc's Lease (nil: none), as another node's write
+// would, and signals LeaseChanges.
+func (f *Fake) SetLocationLease(loc string, l *FakeLease) {
+	f.mu.Lock()
+	el := f.election()
+	if l == nil {
+		delete(el.leases, loc)
+	} else {
+		c := *l
+		el.leases[loc] = &c
+	}
+	ch := el.leaseChanges
+	f.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// FailHolds makes HoldLocation return err (nil: succeed again).
+func (f *Fake) FailHolds(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.election().holdErr = err
+}
+
+// HoldLocation implements Elector: node holds loc's Lease, renewed (Age 0).
+func (f *Fake) HoldLocation(_ context.Context, loc, node string, minTerm int32) (LocationLease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	el := f.election()
+	if el.holdErr != nil {
+		return LocationLease{}, el.holdErr
+	}
+	l := el.leases[loc]
+	switch {
+	case l == nil:
+		l = &FakeLease{Holder: node, Term: minTerm}
+		el.leases[loc] = l
+	case l.Holder != node:
+		l.Holder, l.Term = node, max(l.Term+1, minTerm)
+	}
+	l.Age = 0
+	return LocationLease{Known: true, Exists: true, Holder: l.Holder, Term: l.Term}, nil
+}
+
+// ReleaseLocation implements Elector.
+func (f *Fake) ReleaseLocation(_ context.Context, loc, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.election().leases[loc]; l != nil && l.Holder == node {
+		l.Holder = ""
+	}
+	return nil
+}
+
+// PublishLeads implements Elector.
+func (f *Fake) PublishLeads(_ context.Context, node, v string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v == "" {
+		delete(f.election().leads, node)
+	} else {
+		f.election().leads[node] = v
+	}
+	return nil
+}
+
+// PublishedLeads returns node's LeadsAnnotation as last published.
+func (f *Fake) PublishedLeads(node string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.election().leads[node]
+}
+
+// LeadTerm implements Elector.
+func (f *Fake) LeadTerm(loc string) int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := int32(-1)
+	for _, v := range f.election().leads {
+		if l, err := ParseLeads(v); err == nil && l.Location == loc {
+			t = max(t, l.Term)
+		}
+	}
+	return t
 }

@@ -82,6 +82,9 @@ func (c *Client) addHandlers(leaseInformer cache.SharedIndexInformer) error {
 		},
 		DeleteFunc: func(any) { c.signal() },
 	})
+	if leaseInformer == nil {
+		return errors.Join(errN, errP)
+	}
 	_, errL := leaseInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		// A renewal of a fresh lease changes nothing: only a lease turning
 		// fresh is checked at once; expiries are found by watchReadiness.
@@ -121,7 +124,8 @@ func (c *Client) nodeChanged(old, obj any) bool {
 	}
 	on, oerrs := NodeFromObject(o, c.opts)
 	nn, nerrs := NodeFromObject(n, c.opts)
-	if o.Annotations[RotateKeyRequestAnnotation] != n.Annotations[RotateKeyRequestAnnotation] {
+	if o.Annotations[RotateKeyRequestAnnotation] != n.Annotations[RotateKeyRequestAnnotation] ||
+		o.Annotations[LeadsAnnotation] != n.Annotations[LeadsAnnotation] {
 		return true
 	}
 	return !reflect.DeepEqual(on, nn) || fmt.Sprint(oerrs) != fmt.Sprint(nerrs)

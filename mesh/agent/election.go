@@ -1,0 +1,384 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology"
+)
+
+// Defaults of the location election (Config.Election).
+const (
+	// DefaultProbeInterval is how often the best standbys of a location
+	// probe its leader over the LAN.
+	DefaultProbeInterval = 200 * time.Millisecond
+	// DefaultProbeFailures is how many probes in a row must fail before the
+	// best standby takes the lead (the next ones wait one more each).
+	DefaultProbeFailures = 3
+	// probers is how many standbys, the best ranked, probe the leader.
+	probers = 3
+	// rankDelay is how long each rank waits after the one before it to take
+	// a vacant lead, so that the preferred candidate wins.
+	rankDelay = 300 * time.Millisecond
+)
+
+// candidates returns the nodes of location loc that have a key ranked as leaders are
+// preferred: the kilo.squat.ai/leader annotation first, then a public
+// endpoint, then the name. Liveness is not part of it: the election Lease
+// says who leads, and a live holder keeps the lead (sticky).
+func candidates(nodes []topology.Node, loc string) []string {
+	type cand struct {
+		name           string
+		leader, public bool
+	}
+	var cs []cand
+	for _, n := range nodes {
+		if n.Location != loc || n.Key.IsZero() {
+			continue // another location, or no agent published a key yet
+		}
+		cs = append(cs, cand{name: n.Name, leader: n.Leader, public: publicNode(n)})
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		return cmp.Or(boolFirst(a.leader, b.leader), boolFirst(a.public, b.public), cmp.Compare(a.name, b.name))
+	})
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.name
+	}
+	return out
+}
+
+// publicNode reports whether other locations reach n without NAT: an
+// external IP, or an endpoint that is a DNS name or not its internal IP
+// (as topology decides it).
+func publicNode(n topology.Node) bool {
+	if n.ExternalIP.IsValid() {
+		return true
+	}
+	if e := n.Endpoint; e != nil {
+		if e.DNS != "" {
+			return true
+		}
+		a := e.Addr.Addr().Unmap()
+		return a.IsValid() && a != n.InternalIP.Addr() && a != n.InternalIP6.Addr()
+	}
+	return false
+}
+
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
+}
+
+// electionInput is what one election step decides from.
+type electionInput struct {
+	// Lease is the location's election Lease as this node sees it.
+	Lease k8s.LocationLease
+	// Self is this node's name.
+	Self string
+	// Trusted says that the Lease's holder is a node of the location.
+	Trusted bool
+	// Forwarding says that this node can forward (Config.Forwarding).
+	Forwarding bool
+	// Rank is this node's rank among the location's candidates, the holder
+	// left out (0 is the best); -1 when it is not one.
+	Rank int
+	// VacantFor is how long the lead has been vacant (no Lease, released,
+	// held by a node of another location), as this node saw it.
+	VacantFor time.Duration
+	// LeaseDuration is how long a holder's renewal counts.
+	LeaseDuration time.Duration
+	// ProbeArmed says that a probe of the holder succeeded during its
+	// current term: probes work, so their failures count.
+	ProbeArmed bool
+	// Failures is how many probes of the holder failed in a row.
+	Failures int
+	// ProbeFailures is DefaultProbeFailures or its replacement.
+	ProbeFailures int
+}
+
+// electionAction is what one election step does.
+type electionAction int
+
+const (
+	// wait changes nothing.
+	wait electionAction = iota
+	// renew renews this node's hold of the Lease.
+	renew
+	// release gives the Lease up (this node cannot forward).
+	release
+	// takeVacant takes a Lease nobody (trusted) holds.
+	takeVacant
+	// takeDead takes the Lease from a holder that does not answer probes.
+	takeDead
+	// takeExpired takes the Lease from a holder that stopped renewing it
+	// while probes do not tell (they never worked during its term).
+	takeExpired
+)
+
+func (a electionAction) String() string {
+	return [...]string{"wait", "renew", "release", "take vacant lease", "take lease of a leader that does not answer probes", "take expired lease"}[a]
+}
+
+// decide returns what a node does in one election step: the holder renews
+// while it can forward, and releases when it cannot; a standby that can
+// forward takes a vacant lead after a delay of its rank, and a held one
+// only when the holder fails the probes (the best standby first), or, when
+// probes never worked during the holder's term, once the holder stopped
+// renewing for a lease duration. A live holder is never preempted, so a
+// node that comes back does not take the lead from a working one, and an
+// API outage, which stops renewals but not probes, changes no leader.
+func decide(in electionInput) electionAction {
+	if !in.Lease.Known {
+		return wait
+	}
+	if in.Lease.Exists && in.Lease.Holder == in.Self {
+		if !in.Forwarding {
+			return release
+		}
+		return renew
+	}
+	if !in.Forwarding || in.Rank < 0 {
+		return wait
+	}
+	delay := time.Duration(in.Rank) * rankDelay
+	switch {
+	case !in.Lease.Exists || in.Lease.Holder == "" || !in.Trusted:
+		if in.VacantFor >= delay {
+			return takeVacant
+		}
+	case in.ProbeArmed && in.Failures >= in.ProbeFailures+in.Rank:
+		return takeDead
+	case !in.ProbeArmed && in.Lease.Age >= in.LeaseDuration+delay:
+		return takeExpired
+	}
+	return wait
+}
+
+// election is the state of one RunElection loop.
+type election struct {
+	a  *Agent
+	el k8s.Elector
+
+	loc       string
+	published string // the LeadsAnnotation value last published
+	renewed   time.Time
+	vacant    time.Time // since when the lead is vacant; zero when held
+	untrusted string    // the untrusted holder last reported
+
+	probed     string // the holder and term the probe state is about
+	armed      bool
+	failures   int
+	lastProbe  time.Time
+	notForward bool
+}
+
+// RunElection elects this node's location's leader with the location's
+// election Lease (Config.Election) until ctx ends, then releases the Lease
+// if this node holds it and withdraws its LeadsAnnotation, so that another
+// node takes over at once on a clean shutdown.
+func (a *Agent) RunElection(ctx context.Context) error {
+	el := a.cfg.Election
+	if el == nil {
+		return errors.New("agent: RunElection needs Config.Election")
+	}
+	e := &election{a: a, el: el}
+	tick := time.NewTicker(a.cfg.ProbeInterval)
+	defer tick.Stop()
+	for {
+		e.step(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return e.stop(rctx)
+		case <-tick.C:
+		case <-el.LeaseChanges():
+		}
+	}
+}
+
+// stop releases the Lease and withdraws the annotation.
+func (e *election) stop(ctx context.Context) error {
+	var errs []error
+	if e.loc != "" {
+		errs = append(errs, e.el.ReleaseLocation(ctx, e.loc, e.a.cfg.Hostname))
+	}
+	if e.published != "" {
+		errs = append(errs, e.el.PublishLeads(ctx, e.a.cfg.Hostname, ""))
+	}
+	return errors.Join(errs...)
+}
+
+// step runs one election step at now.
+func (e *election) step(ctx context.Context, now time.Time) {
+	a, log, self := e.a, e.a.log, e.a.cfg.Hostname
+	nodes := a.lastNodes()
+	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == self })
+	if i < 0 {
+		return // not reconciled yet, or this node's Node is not known
+	}
+	loc := nodes[i].Location
+	if loc != e.loc {
+		if e.loc != "" {
+			actx, cancel := context.WithTimeout(ctx, apiTimeout)
+			if err := e.el.ReleaseLocation(actx, e.loc, self); err != nil {
+				log.Warn("election lease of the former location not released", "location", e.loc, "err", err)
+			}
+			cancel()
+		}
+		log.Info("following the election lease of the location", "location", loc, "lease", k8s.LocationLeaseName(loc))
+		e.loc, e.vacant, e.probed = loc, time.Time{}, ""
+		e.el.FollowLocation(loc)
+	}
+	if loc == "" {
+		e.publish(ctx, "")
+		return
+	}
+	l := e.el.LocationLease(loc)
+	forwarding := true
+	if f := a.cfg.Forwarding; f != nil {
+		if err := f(); err != nil {
+			forwarding = false
+			if !e.notForward {
+				log.Warn("not forwarding: giving up the lead or not taking it, so that another node leads", "err", err)
+			}
+		} else if e.notForward {
+			log.Info("forwarding again")
+		}
+	}
+	e.notForward = !forwarding
+	cands := candidates(nodes, loc)
+	trusted := slices.Contains(cands, l.Holder)
+	if l.Holder != "" && !trusted && l.Holder != e.untrusted {
+		log.Warn("the location's election lease is held by a node that is not in the location: ignored, as if vacant",
+			"location", loc, "holder", l.Holder)
+	}
+	if !trusted {
+		e.untrusted = l.Holder
+	} else {
+		e.untrusted = ""
+	}
+	standbys := slices.DeleteFunc(slices.Clone(cands), func(n string) bool { return n == l.Holder })
+	rank := slices.Index(standbys, self)
+	vacant := l.Known && (!l.Exists || l.Holder == "" || !trusted)
+	switch {
+	case !vacant:
+		e.vacant = time.Time{}
+	case e.vacant.IsZero():
+		e.vacant = now
+	}
+	if l.Holder != self && trusted && rank >= 0 && rank < probers {
+		e.probe(ctx, nodes, l, now)
+	} else {
+		e.probed, e.armed, e.failures = "", false, 0
+	}
+	in := electionInput{
+		Lease: l, Self: self, Trusted: trusted, Forwarding: forwarding, Rank: rank,
+		LeaseDuration: a.cfg.LeaseDuration, ProbeArmed: e.armed, Failures: e.failures,
+		ProbeFailures: a.cfg.ProbeFailures,
+	}
+	if !e.vacant.IsZero() {
+		in.VacantFor = now.Sub(e.vacant)
+	}
+	act := decide(in)
+	actx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	switch act {
+	case wait:
+		if l.Known && l.Holder != self {
+			e.publish(actx, "")
+		}
+	case release:
+		if err := e.el.ReleaseLocation(actx, loc, self); err != nil {
+			log.Warn("election lease not released", "err", err)
+		}
+		e.publish(actx, "")
+	case renew:
+		if now.Sub(e.renewed) >= a.cfg.HeartbeatPeriod {
+			e.hold(actx, loc, 0, act, now)
+		} else {
+			e.publish(actx, k8s.Leads{Term: l.Term, Location: loc}.String())
+		}
+	default:
+		e.hold(actx, loc, e.el.LeadTerm(loc)+1, act, now)
+	}
+}
+
+// hold writes this node as the Lease's holder and publishes the lead.
+func (e *election) hold(ctx context.Context, loc string, minTerm int32, act electionAction, now time.Time) {
+	log, self := e.a.log, e.a.cfg.Hostname
+	l, err := e.el.HoldLocation(ctx, loc, self, minTerm)
+	switch {
+	case errors.Is(err, k8s.ErrLeaseTaken):
+		if act == renew {
+			log.Warn("lost the lead: another node holds the location's election lease", "location", loc, "holder", l.Holder)
+		}
+		e.publish(ctx, "")
+		return
+	case err != nil && act == renew:
+		// An API outage: keep leading (the standbys' probes still answer).
+		log.Debug("election lease not renewed", "err", err)
+		return
+	case err != nil:
+		log.Debug("election lease not taken", "action", act.String(), "err", err)
+		return
+	}
+	e.renewed = now
+	if act != renew {
+		log.Info("took the lead of the location", "location", loc, "why", act.String(), "term", l.Term)
+		e.vacant = time.Time{}
+	}
+	e.publish(ctx, k8s.Leads{Term: l.Term, Location: loc}.String())
+}
+
+// publish writes this node's LeadsAnnotation when it changed.
+func (e *election) publish(ctx context.Context, v string) {
+	if v == e.published {
+		return
+	}
+	if err := e.el.PublishLeads(ctx, e.a.cfg.Hostname, v); err != nil {
+		e.a.log.Warn("lead not published", "err", err)
+		return
+	}
+	e.published = v
+}
+
+// probe checks the holder over the LAN once per probe interval.
+func (e *election) probe(ctx context.Context, nodes []topology.Node, l k8s.LocationLease, now time.Time) {
+	p := e.a.cfg.Probe
+	if p == nil {
+		return
+	}
+	key := l.Holder + "@" + k8s.Leads{Term: l.Term, Location: e.loc}.String()
+	if key != e.probed {
+		e.probed, e.armed, e.failures = key, false, 0
+	}
+	if now.Sub(e.lastProbe) < e.a.cfg.ProbeInterval*9/10 {
+		return
+	}
+	e.lastProbe = now
+	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == l.Holder })
+	if i < 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, e.a.cfg.ProbeInterval*3/4)
+	defer cancel()
+	if err := p(pctx, nodes[i]); err != nil {
+		e.failures++
+		if e.armed && e.failures == e.a.cfg.ProbeFailures {
+			e.a.log.Info("the leader does not answer probes", "leader", l.Holder, "failures", e.failures, "err", err)
+		}
+		return
+	}
+	e.armed, e.failures = true, 0
+}

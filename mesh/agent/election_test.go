@@ -1,0 +1,270 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kilofed/kilofed/mesh/k8s"
+	"github.com/kilofed/kilofed/mesh/topology"
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
+)
+
+func TestDecide(t *testing.T) {
+	const d = 3 * time.Second
+	held := func(holder string, age time.Duration) k8s.LocationLease {
+		return k8s.LocationLease{Known: true, Exists: true, Holder: holder, Term: 4, Age: age}
+	}
+	base := electionInput{Self: "me", Trusted: true, Forwarding: true, Rank: 0, LeaseDuration: d, ProbeFailures: 3}
+	for _, tc := range []struct {
+		name string
+		edit func(*electionInput)
+		want electionAction
+	}{
+		{name: "lease not known yet", edit: func(in *electionInput) { in.Lease = k8s.LocationLease{} }, want: wait},
+		{name: "holder renews", edit: func(in *electionInput) { in.Lease = held("me", 0) }, want: renew},
+		{name: "holder renews even when its lease looks expired (API outage)", edit: func(in *electionInput) { in.Lease = held("me", time.Hour) }, want: renew},
+		{name: "holder that cannot forward releases", edit: func(in *electionInput) { in.Lease, in.Forwarding = held("me", 0), false }, want: release},
+		{name: "no lease: the best candidate takes it at once", edit: func(in *electionInput) { in.Lease = k8s.LocationLease{Known: true} }, want: takeVacant},
+		{name: "no lease: the second waits its rank", edit: func(in *electionInput) {
+			in.Lease, in.Rank, in.VacantFor = k8s.LocationLease{Known: true}, 1, rankDelay-time.Millisecond
+		}, want: wait},
+		{name: "no lease: the second takes it after its rank", edit: func(in *electionInput) {
+			in.Lease, in.Rank, in.VacantFor = k8s.LocationLease{Known: true}, 1, rankDelay
+		}, want: takeVacant},
+		{name: "released lease", edit: func(in *electionInput) { in.Lease = held("", 0) }, want: takeVacant},
+		{name: "held by a node of another location: as if vacant", edit: func(in *electionInput) { in.Lease, in.Trusted = held("intruder", 0), false }, want: takeVacant},
+		{name: "a live holder keeps the lead (sticky)", edit: func(in *electionInput) { in.Lease, in.ProbeArmed = held("old", 0), true }, want: wait},
+		{name: "a holder answering probes keeps the lead while its renewals stop (API outage)", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed = held("old", time.Minute), true
+		}, want: wait},
+		{name: "the best standby takes the lead of a holder failing probes", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Failures = held("old", 0), true, 3
+		}, want: takeDead},
+		{name: "the second standby waits one failure more", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Failures, in.Rank = held("old", 0), true, 3, 1
+		}, want: wait},
+		{name: "the second standby after one failure more", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Failures, in.Rank = held("old", 0), true, 4, 1
+		}, want: takeDead},
+		{name: "failed probes never answered during the term do not count", edit: func(in *electionInput) {
+			in.Lease, in.Failures = held("old", 0), 100
+		}, want: wait},
+		{name: "without working probes: take an expired lease", edit: func(in *electionInput) { in.Lease = held("old", d) }, want: takeExpired},
+		{name: "without working probes: the second waits its rank after expiry", edit: func(in *electionInput) {
+			in.Lease, in.Rank = held("old", d+rankDelay-time.Millisecond), 1
+		}, want: wait},
+		{name: "a standby that cannot forward takes nothing", edit: func(in *electionInput) {
+			in.Lease, in.Forwarding = k8s.LocationLease{Known: true}, false
+		}, want: wait},
+		{name: "not a candidate (no key published yet)", edit: func(in *electionInput) {
+			in.Lease, in.Rank = k8s.LocationLease{Known: true}, -1
+		}, want: wait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base
+			tc.edit(&in)
+			if got := decide(in); got != tc.want {
+				t.Errorf("decide = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCandidatesRankLeaderAnnotationThenPublicThenName(t *testing.T) {
+	key := wgconf.Key{1}
+	ep := func(s string) *topology.Endpoint { return &topology.Endpoint{Addr: netip.MustParseAddrPort(s)} }
+	in := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+	nodes := []topology.Node{
+		{Name: "a", Location: "l", Key: key, InternalIP: in("10.0.0.1/24")},
+		{Name: "b", Location: "l", Key: key, InternalIP: in("10.0.0.2/24"), ExternalIP: netip.MustParseAddr("192.0.2.2")},
+		{Name: "c", Location: "l", Key: key, InternalIP: in("10.0.0.3/24"), Leader: true},
+		{Name: "d", Location: "l", Key: key, InternalIP: in("10.0.0.4/24"), Endpoint: ep("198.51.100.4:51820")},
+		{Name: "e", Location: "l", Key: key, InternalIP: in("10.0.0.5/24"), Endpoint: ep("10.0.0.5:51820")},
+		{Name: "f", Location: "l", InternalIP: in("10.0.0.6/24"), Leader: true},
+		{Name: "g", Location: "other", Key: key, Leader: true},
+	}
+	got := candidates(nodes, "l")
+	want := []string{"c", "b", "d", "a", "e"}
+	if !slices.Equal(got, want) {
+		t.Errorf("candidates = %v, want %v (leader annotation, public endpoint, name; no key: none)", got, want)
+	}
+}
+
+// electionRig is one agent's election over a Fake, stepped by hand.
+type electionRig struct {
+	t       *testing.T
+	fake    *k8s.Fake
+	e       *election
+	now     time.Time
+	probeOK map[string]bool
+	forward error
+}
+
+func newElectionRig(t *testing.T, self string, nodes []topology.Node) *electionRig {
+	r := &electionRig{t: t, fake: k8s.NewFake(), now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), probeOK: map[string]bool{}}
+	a := &Agent{log: slog.New(slog.DiscardHandler), nodes: nodes, cfg: Config{
+		Hostname: self, Backend: r.fake, Election: r.fake, HeartbeatPeriod: time.Second, LeaseDuration: 3 * time.Second,
+		ProbeInterval: 200 * time.Millisecond, ProbeFailures: 3,
+		Forwarding: func() error { return r.forward },
+		Probe: func(_ context.Context, n topology.Node) error {
+			if r.probeOK[n.Name] {
+				return nil
+			}
+			return errors.New("connection refused")
+		},
+	}}
+	r.e = &election{a: a, el: r.fake}
+	return r
+}
+
+// steps runs n election steps, one probe interval apart.
+func (r *electionRig) steps(n int) {
+	for range n {
+		r.e.step(context.Background(), r.now)
+		r.now = r.now.Add(200 * time.Millisecond)
+	}
+}
+
+func (r *electionRig) holder() string { return r.fake.LocationLease("l").Holder }
+
+func electionNodes() []topology.Node {
+	key := wgconf.Key{1}
+	return []topology.Node{
+		{Name: "n1", Location: "l", Key: key, InternalIP: netip.MustParsePrefix("10.0.0.1/24")},
+		{Name: "n2", Location: "l", Key: key, InternalIP: netip.MustParsePrefix("10.0.0.2/24")},
+		{Name: "n3", Location: "l", Key: key, InternalIP: netip.MustParsePrefix("10.0.0.3/24")},
+		{Name: "x1", Location: "x", Key: key, InternalIP: netip.MustParsePrefix("10.9.0.1/24")},
+	}
+}
+
+func TestElectionTakesAVacantLeadAndPublishesIt(t *testing.T) {
+	r := newElectionRig(t, "n1", electionNodes())
+	r.steps(1)
+	if r.fake.Followed() != "l" || r.holder() != "n1" {
+		t.Fatalf("followed %q, holder %q: want l, n1", r.fake.Followed(), r.holder())
+	}
+	if got := r.fake.PublishedLeads("n1"); got != "0:l" {
+		t.Errorf("published %q, want 0:l", got)
+	}
+	// A Lease deleted by hand starts above the terms announced.
+	r.fake.SetLocationLease("l", nil)
+	r.steps(1)
+	if l := r.fake.LocationLease("l"); l.Holder != "n1" || l.Term != 1 || r.fake.PublishedLeads("n1") != "1:l" {
+		t.Errorf("after the Lease was deleted: %+v, published %q; want n1 in term 1", l, r.fake.PublishedLeads("n1"))
+	}
+}
+
+func TestElectionStandbyTakesTheLeadOfALeaderFailingProbes(t *testing.T) {
+	// The second standby waits one failure more.
+	second := newElectionRig(t, "n2", electionNodes())
+	second.fake.FollowLocation("l")
+	second.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n3", Term: 5})
+	second.probeOK["n3"] = true
+	second.steps(1)
+	second.probeOK["n3"] = false
+	second.steps(3)
+	if second.holder() != "n3" {
+		t.Errorf("the second standby took the lead after 3 failures, want 4")
+	}
+	second.steps(1)
+	if second.holder() != "n2" {
+		t.Errorf("the second standby did not take the lead after 4 failures: %q", second.holder())
+	}
+
+	// n1 is the best standby (n1, n2 by name; n3 holds the lead).
+	r := newElectionRig(t, "n1", electionNodes())
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n3", Term: 5})
+	r.probeOK["n3"] = true
+	r.steps(20)
+	if r.holder() != "n3" {
+		t.Fatalf("the lead was taken from a leader answering probes: holder %q", r.holder())
+	}
+	r.probeOK["n3"] = false
+	r.steps(2)
+	if r.holder() != "n3" {
+		t.Fatalf("taken after 2 failed probes, want 3: holder %q", r.holder())
+	}
+	r.steps(1)
+	if l := r.fake.LocationLease("l"); l.Holder != "n1" || l.Term != 6 || r.fake.PublishedLeads("n1") != "6:l" {
+		t.Errorf("after 3 failed probes: %+v, published %q; want n1 in term 6", l, r.fake.PublishedLeads("n1"))
+	}
+}
+
+func TestElectionNodeThatComesBackDoesNotTakeTheLead(t *testing.T) {
+	// n1 ranks first, but n3 holds the lead and answers: n1 waits.
+	r := newElectionRig(t, "n1", electionNodes())
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n3", Term: 2})
+	r.probeOK["n3"] = true
+	r.steps(50)
+	if r.holder() != "n3" || r.fake.PublishedLeads("n1") != "" {
+		t.Errorf("holder %q, n1 published %q: want n3 kept, nothing published", r.holder(), r.fake.PublishedLeads("n1"))
+	}
+}
+
+func TestElectionOldLeaderCutFromItsLANDoesNotTakeTheLeadBack(t *testing.T) {
+	// n1 led; n2 took over while n1's LAN was cut: n1's probes of n2 never
+	// answered, so they never count, and n2 renews: n1 stays a standby.
+	r := newElectionRig(t, "n1", electionNodes())
+	r.steps(1)
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 1})
+	r.steps(50)
+	if r.holder() != "n2" || r.fake.PublishedLeads("n1") != "" {
+		t.Errorf("holder %q, n1 published %q: want n2, n1's lead withdrawn", r.holder(), r.fake.PublishedLeads("n1"))
+	}
+}
+
+func TestElectionLeaderThatCannotForwardReleases(t *testing.T) {
+	r := newElectionRig(t, "n1", electionNodes())
+	r.steps(1)
+	r.forward = errors.New("eth0 has no carrier")
+	r.steps(1)
+	if l := r.fake.LocationLease("l"); l.Holder != "" || r.fake.PublishedLeads("n1") != "" {
+		t.Errorf("a leader that cannot forward: lease %+v, published %q; want released, withdrawn", l, r.fake.PublishedLeads("n1"))
+	}
+	r.steps(10)
+	if r.holder() != "" {
+		t.Errorf("a node that cannot forward took the lead: %q", r.holder())
+	}
+}
+
+func TestElectionAPIOutageChangesNoLeader(t *testing.T) {
+	// The holder cannot renew; its lease ages, but it answers probes.
+	r := newElectionRig(t, "n1", electionNodes())
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 3})
+	r.probeOK["n2"] = true
+	r.steps(1)
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 3, Age: time.Minute})
+	r.fake.FailHolds(errors.New("connection refused"))
+	r.steps(50)
+	r.fake.FailHolds(nil)
+	r.steps(10)
+	if r.holder() != "n2" {
+		t.Errorf("holder %q after the outage, want n2", r.holder())
+	}
+	// The leader's own renewals fail during the outage: it keeps leading.
+	l := newElectionRig(t, "n2", electionNodes())
+	l.steps(3) // n2 ranks second: it takes the vacant lead after rankDelay
+	l.fake.FailHolds(errors.New("connection refused"))
+	l.steps(50)
+	if l.fake.PublishedLeads("n2") != "0:l" {
+		t.Errorf("the leader withdrew its lead during an outage: %q", l.fake.PublishedLeads("n2"))
+	}
+}
+
+func TestElectionIgnoresAHolderOfAnotherLocation(t *testing.T) {
+	r := newElectionRig(t, "n1", electionNodes())
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "x1", Term: 7})
+	r.steps(1)
+	if l := r.fake.LocationLease("l"); l.Holder != "n1" || l.Term != 8 {
+		t.Errorf("lease %+v: want taken by n1 from x1, which is not in the location", l)
+	}
+}
