@@ -305,19 +305,19 @@ func (e *election) step(ctx context.Context, now time.Time) {
 		e.publish(actx, "")
 	case renew:
 		if now.Sub(e.renewed) >= a.cfg.HeartbeatPeriod {
-			e.hold(actx, loc, 0, act, now)
+			e.hold(actx, loc, l, 0, act, now)
 		} else {
 			e.publish(actx, k8s.Leads{Term: l.Term, Location: loc}.String())
 		}
 	default:
-		e.hold(actx, loc, e.el.LeadTerm(loc)+1, act, now)
+		e.hold(actx, loc, l, e.el.LeadTerm(loc)+1, act, now)
 	}
 }
 
 // hold writes this node as the Lease's holder and publishes the lead.
-func (e *election) hold(ctx context.Context, loc string, minTerm int32, act electionAction, now time.Time) {
+func (e *election) hold(ctx context.Context, loc string, seen k8s.LocationLease, minTerm int32, act electionAction, now time.Time) {
 	log, self := e.a.log, e.a.cfg.Hostname
-	l, err := e.el.HoldLocation(ctx, loc, self, minTerm)
+	l, err := e.el.HoldLocation(ctx, loc, self, seen, minTerm)
 	switch {
 	case errors.Is(err, k8s.ErrLeaseTaken):
 		if act == renew {

@@ -109,6 +109,34 @@ func TestAdmissionNodeScoped(t *testing.T) {
 			t.Error("node a's agent renewed node b's Lease")
 		}
 	})
+
+	t.Run("the agent's location election works under the policy", func(t *testing.T) {
+		b, err := k8s.New(ctx, k8s.Config{RESTConfig: agentConfig(t, env.Config, kube, "a"), LeaseDuration: time.Second, Election: k8s.ElectionLocation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.FollowLocation("geneva")
+		eventually(t, 10*time.Second, "the election Lease's watch synced", func() bool { return b.LocationLease("geneva").Known })
+		s, err := b.HoldLocation(ctx, "geneva", "a", b.LocationLease("geneva"), 0)
+		if err != nil {
+			t.Fatalf("take: %v", err)
+		}
+		if s, err = b.HoldLocation(ctx, "geneva", "a", s, 0); err != nil {
+			t.Errorf("renew: %v", err)
+		}
+		if err := b.PublishLeads(ctx, "a", k8s.Leads{Term: s.Term, Location: "geneva"}.String()); err != nil {
+			t.Errorf("publish its lead: %v", err)
+		}
+		if err := b.ReleaseLocation(ctx, "geneva", "a"); err != nil {
+			t.Errorf("release: %v", err)
+		}
+		if err := b.PublishLeads(ctx, "a", ""); err != nil {
+			t.Errorf("withdraw its lead: %v", err)
+		}
+		if err := b.PublishLeads(ctx, "b", "9:paris"); err == nil {
+			t.Error("node a's agent published a lead on node b")
+		}
+	})
 }
 
 // TestAdmissionPolicyListsThePublishedAnnotations checks that the policy
@@ -143,6 +171,7 @@ func TestAdmissionPolicyListsThePublishedAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	values[k8s.LeadsAnnotation] = "" // published by the election (PublishLeads)
 	want := slices.Sorted(maps.Keys(values))
 	slices.Sort(got)
 	if !slices.Equal(got, want) {

@@ -331,10 +331,13 @@ func derefString(s *string) string {
 // HoldLocation makes node the holder of loc's election Lease, renewed now:
 // a renewal when node holds it, a takeover otherwise (leaseTransitions + 1,
 // at least minTerm), a creation when there is none (leaseTransitions
-// minTerm). The write is conditional on the version this process saw last
-// (resourceVersion), so that two nodes never both take it: when another
-// node wrote first, it returns ErrLeaseTaken with the Lease as it is now.
-func (c *Client) HoldLocation(ctx context.Context, loc, node string, minTerm int32) (LocationLease, error) {
+// minTerm). It writes only if the Lease is still as seen (its existence,
+// holder and term, from LocationLease) when the caller decided, and the
+// write is conditional on the version this process saw last
+// (resourceVersion), so that two nodes never both take it and a holder
+// that lost it never takes it back by renewing: when another node wrote
+// first, it returns ErrLeaseTaken with the Lease as it is now.
+func (c *Client) HoldLocation(ctx context.Context, loc, node string, seen LocationLease, minTerm int32) (LocationLease, error) {
 	w := c.watchOf(loc)
 	if w == nil {
 		return LocationLease{}, fmt.Errorf("hold the election lease of location %q: not followed (FollowLocation)", loc)
@@ -342,7 +345,11 @@ func (c *Client) HoldLocation(ctx context.Context, loc, node string, minTerm int
 	api := c.kube.CoordinationV1().Leases(c.cfg.LeaseNamespace)
 	w.mu.Lock()
 	cur := w.latest
+	now0 := c.now().Sub(w.seen)
 	w.mu.Unlock()
+	if s := leaseState(cur, now0); s.Exists != seen.Exists || s.Holder != seen.Holder || s.Term != seen.Term {
+		return s, fmt.Errorf("lease %s/%s changed (held by %q, term %d): %w", c.cfg.LeaseNamespace, w.name, s.Holder, s.Term, ErrLeaseTaken)
+	}
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(math.Ceil(c.cfg.LeaseDuration.Seconds()))
 	var (
@@ -488,7 +495,7 @@ type Elector interface {
 	FollowLocation(loc string)
 	LeaseChanges() <-chan struct{}
 	LocationLease(loc string) LocationLease
-	HoldLocation(ctx context.Context, loc, node string, minTerm int32) (LocationLease, error)
+	HoldLocation(ctx context.Context, loc, node string, seen LocationLease, minTerm int32) (LocationLease, error)
 	ReleaseLocation(ctx context.Context, loc, node string) error
 	PublishLeads(ctx context.Context, node, v string) error
 	LeadTerm(loc string) int32

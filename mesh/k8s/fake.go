@@ -269,7 +269,7 @@ func (f *Fake) FailHolds(err error) {
 }
 
 // HoldLocation implements Elector: node holds loc's Lease, renewed (Age 0).
-func (f *Fake) HoldLocation(_ context.Context, loc, node string, minTerm int32) (LocationLease, error) {
+func (f *Fake) HoldLocation(_ context.Context, loc, node string, seen LocationLease, minTerm int32) (LocationLease, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	el := f.election()
@@ -277,6 +277,13 @@ func (f *Fake) HoldLocation(_ context.Context, loc, node string, minTerm int32) 
 		return LocationLease{}, el.holdErr
 	}
 	l := el.leases[loc]
+	if l == nil && seen.Exists || l != nil && (!seen.Exists || l.Holder != seen.Holder || l.Term != seen.Term) {
+		cur := LocationLease{Known: true}
+		if l != nil {
+			cur = LocationLease{Known: true, Exists: true, Holder: l.Holder, Term: l.Term, Age: l.Age}
+		}
+		return cur, ErrLeaseTaken
+	}
 	switch {
 	case l == nil:
 		l = &FakeLease{Holder: node, Term: minTerm}

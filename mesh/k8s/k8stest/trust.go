@@ -60,7 +60,71 @@ func TrustCases() []TrustCase {
 		_, err = agent.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
 		return err
 	}
+	// The location election Lease TrustLocation, which CheckTrust makes
+	// held by the other node in term 3 before each case.
+	loc := k8s.LocationLeaseName(TrustLocation)
+	rewrite := func(edit func(l *coordinationv1.Lease, own, other *corev1.Node)) func(context.Context, kubernetes.Interface, *corev1.Node, *corev1.Node) error {
+		return func(ctx context.Context, agent kubernetes.Interface, own, other *corev1.Node) error {
+			l, err := agent.CoordinationV1().Leases(ns).Get(ctx, loc, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get lease %s: %w", loc, err)
+			}
+			edit(l, own, other)
+			_, err = agent.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}
+	}
+	take := func(l *coordinationv1.Lease, own, _ *corev1.Node) {
+		now, term := metav1.NewMicroTime(time.Now()), int32(4)
+		l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime, l.Spec.LeaseTransitions = &own.Name, &now, &now, &term
+	}
+	locationLease := func(name, holder string) *coordinationv1.Lease {
+		now, term := metav1.NewMicroTime(time.Now()), int32(0)
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{k8s.ElectionLabel: "trust"}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &now, AcquireTime: &now, LeaseTransitions: &term},
+		}
+	}
 	return []TrustCase{
+		{Name: "own lead published", Allowed: true, Do: annotate(ownNode, k8s.LeadsAnnotation, "4:"+TrustLocation)},
+		{Name: "own lead withdrawn", Allowed: true, Do: annotate(ownNode, k8s.LeadsAnnotation, nil)},
+		{Name: "another node's lead published", Do: annotate(otherNode, k8s.LeadsAnnotation, "9:"+TrustLocation)},
+		{Name: "another node's lead withdrawn", Do: annotate(otherNode, k8s.LeadsAnnotation, nil)},
+		{Name: "a location election Lease taken from another node", Allowed: true, Do: rewrite(take)},
+		{Name: "a location election Lease taken and renewed, then released by its holder", Allowed: true,
+			Do: func(ctx context.Context, agent kubernetes.Interface, own, other *corev1.Node) error {
+				if err := rewrite(take)(ctx, agent, own, other); err != nil {
+					return err
+				}
+				if err := rewrite(func(l *coordinationv1.Lease, _, _ *corev1.Node) {
+					now := metav1.NewMicroTime(time.Now())
+					l.Spec.RenewTime = &now
+				})(ctx, agent, own, other); err != nil {
+					return err
+				}
+				return rewrite(func(l *coordinationv1.Lease, _, _ *corev1.Node) { l.Spec.HolderIdentity = new("") })(ctx, agent, own, other)
+			}},
+		{Name: "a location election Lease created held by itself", Allowed: true, Do: func(ctx context.Context, agent kubernetes.Interface, own, _ *corev1.Node) error {
+			_, err := agent.CoordinationV1().Leases(ns).Create(ctx, locationLease(k8s.LocationLeaseName(fmt.Sprintf("trust-%d", time.Now().UnixNano())), own.Name), metav1.CreateOptions{})
+			return err
+		}},
+		{Name: "a location election Lease created held by another node", Do: func(ctx context.Context, agent kubernetes.Interface, _, other *corev1.Node) error {
+			_, err := agent.CoordinationV1().Leases(ns).Create(ctx, locationLease(k8s.LocationLeaseName(fmt.Sprintf("trust-%d", time.Now().UnixNano())), other.Name), metav1.CreateOptions{})
+			return err
+		}},
+		{Name: "a location election Lease given to another node", Do: rewrite(func(l *coordinationv1.Lease, _, _ *corev1.Node) {
+			l.Spec.HolderIdentity = new("third-node")
+		})},
+		{Name: "a location election Lease released by a node that does not hold it", Do: rewrite(func(l *coordinationv1.Lease, _, _ *corev1.Node) {
+			l.Spec.HolderIdentity = new("")
+		})},
+		{Name: "a location election Lease taken with its term lowered", Do: rewrite(func(l *coordinationv1.Lease, own, other *corev1.Node) {
+			take(l, own, other)
+			l.Spec.LeaseTransitions = new(int32(0))
+		})},
+		{Name: "a location election Lease deleted", Do: func(ctx context.Context, agent kubernetes.Interface, _, _ *corev1.Node) error {
+			return agent.CoordinationV1().Leases(ns).Delete(ctx, loc, metav1.DeleteOptions{})
+		}},
 		{Name: "own published annotations", Allowed: true, Do: func(ctx context.Context, agent kubernetes.Interface, own, _ *corev1.Node) error {
 			return mergePatch(ctx, agent, own.Name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 				k8s.KeyAnnotation: "Lw+uB7XCFqhSLtDC+0q6Y+L6XRUkypc7OWZ8+RU6yQ0=", k8s.EndpointAnnotation: ":51820",
@@ -143,6 +207,9 @@ func TrustCases() []TrustCase {
 	}
 }
 
+// TrustLocation is the location whose election Lease the TrustCases write.
+const TrustLocation = "trust-location"
+
 // CheckTrust runs every TrustCase as a subtest with the agent's client of
 // node own, other being another node; admin recreates the other node's Lease
 // before each case, so that there is one to attack.
@@ -162,6 +229,13 @@ func CheckTrust(t *testing.T, ctx context.Context, admin, agent kubernetes.Inter
 			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: k8s.LeaseName(other), Namespace: k8s.DefaultLeaseNamespace},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
 			if _, err := admin.CoordinationV1().Leases(l.Namespace).Create(ctx, l, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			term := int32(3)
+			loc := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: k8s.LocationLeaseName(TrustLocation), Namespace: k8s.DefaultLeaseNamespace},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseTransitions: &term}}
+			_ = admin.CoordinationV1().Leases(loc.Namespace).Delete(ctx, loc.Name, metav1.DeleteOptions{})
+			if _, err := admin.CoordinationV1().Leases(loc.Namespace).Create(ctx, loc, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			err := tc.Do(ctx, agent, ownNode, otherNode)
