@@ -17,6 +17,10 @@ import (
 // defaultCNIPath is the CNI configuration Kilo's manifests install.
 const defaultCNIPath = "/etc/cni/net.d/10-kilo.conflist"
 
+// defaultLeaderElection is --leader-election's default (a variable so that
+// a build can try the other mode: -ldflags -X main.defaultLeaderElection=location).
+var defaultLeaderElection = string(k8s.ElectionNodeLeases)
+
 // options are kg's flags.
 type options struct {
 	kubeconfig           string
@@ -50,6 +54,7 @@ type options struct {
 	leaseDuration        time.Duration
 	meshKeepalive        time.Duration
 	leaseNamespace       string
+	leaderElection       string
 	cleanUp              bool
 	cleanUpIface         bool
 	version              bool
@@ -125,6 +130,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.local, "local", true, "manage the routes between nodes of one location (false leaves them to the CNI)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 3*time.Second, "a node whose heartbeat lease is older than this loses leadership")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", k8s.DefaultLeaseNamespace, "namespace of the heartbeat leases")
+	fs.StringVar(&o.leaderElection, "leader-election", defaultLeaderElection, "how each location's leader is chosen: location (one election Lease per location, renewed by its leader every third of --lease-duration; its best standbys probe the leader's /forwarding on the --listen port over the LAN every 200 ms and take over after 3 failures) or node-leases (every node renews a heartbeat Lease and watches every other one)")
 	fs.BoolVar(&o.cleanUp, "clean-up", true, "remove routes, rules and firewall chains on exit")
 	fs.BoolVar(&o.cleanUpIface, "clean-up-interface", false, "also delete the WireGuard interface on exit")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -136,6 +142,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.version {
 		return o, errVersion
+	}
+	if _, err := k8s.ParseElection(o.leaderElection); err != nil {
+		return o, fmt.Errorf("--leader-election: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: kg takes flags only (see kg --help)", fs.Arg(0))

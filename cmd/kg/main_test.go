@@ -237,6 +237,7 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		{"port", "--port=70000", "--port 70000"},
 		{"internal CIDR", "--internal-cidr=10.0.1.10", `--internal-cidr "10.0.1.10"`},
 		{"positional argument", "serve", `unexpected argument "serve"`},
+		{"leader election", "--leader-election=raft", `--leader-election: leader election "raft": want location or node-leases`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseFlags([]string{"--hostname=n1", tc.arg})
@@ -244,6 +245,19 @@ func TestBadFlagsAreRefused(t *testing.T) {
 				t.Errorf("kg %s: error %v, want one containing %q", tc.arg, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestLeaderElectionFlag(t *testing.T) {
+	for arg, want := range map[string]string{"": defaultLeaderElection, "--leader-election=location": "location", "--leader-election=node-leases": "node-leases"} {
+		args := []string{"--hostname=n1"}
+		if arg != "" {
+			args = append(args, arg)
+		}
+		o, err := parseFlags(args)
+		if err != nil || o.leaderElection != want {
+			t.Errorf("kg %v: leader election %q, %v; want %q", args, o.leaderElection, err, want)
+		}
 	}
 }
 

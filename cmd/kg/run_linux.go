@@ -131,6 +131,7 @@ func newBackend(ctx context.Context, o options, topo *topology.Options, log *slo
 		TopologyLabel:  o.topologyLabel,
 		LeaseNamespace: o.leaseNamespace,
 		LeaseDuration:  o.leaseDuration,
+		Election:       k8s.Election(o.leaderElection),
 		Logger:         log.With("component", "k8s"),
 	})
 	if err != nil {
@@ -315,6 +316,11 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		Metrics:              agent.NewMetrics(reg),
 		Logger:               log.With("component", "agent"),
 	}
+	if k8s.Election(o.leaderElection) == k8s.ElectionLocation {
+		cfg.Election = backend
+		cfg.LeaseDuration = o.leaseDuration
+		cfg.Probe = agent.HTTPProbe(listenPort(o.listen))
+	}
 	if dp.fw != nil {
 		cfg.Firewall = dp.fw
 	}
@@ -322,6 +328,15 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		cfg.Encap = dp.enc
 	}
 	return cfg
+}
+
+// listenPort returns the port of --listen (1107 when it has none).
+func listenPort(listen string) int {
+	_, p, err := net.SplitHostPort(listen)
+	if n, perr := strconv.Atoi(p); err == nil && perr == nil && n > 0 {
+		return n
+	}
+	return 1107
 }
 
 // serveHTTP serves handler on listen in the background until Shutdown.
@@ -340,7 +355,7 @@ func serveHTTP(listen string, handler http.Handler, log *slog.Logger) *http.Serv
 // leads at once.
 func runAgent(ctx context.Context, a *agent.Agent, log *slog.Logger) error {
 	hb := make(chan error, 1)
-	go func() { hb <- a.RunHeartbeat(ctx) }()
+	go func() { hb <- a.RunLeadership(ctx) }()
 	runErr := a.Run(ctx)
 	if err := <-hb; err != nil {
 		log.Warn("release heartbeat", "err", err)

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
@@ -266,5 +271,36 @@ func TestElectionIgnoresAHolderOfAnotherLocation(t *testing.T) {
 	r.steps(1)
 	if l := r.fake.LocationLease("l"); l.Holder != "n1" || l.Term != 8 {
 		t.Errorf("lease %+v: want taken by n1 from x1, which is not in the location", l)
+	}
+}
+
+// TestHTTPProbeAsksTheLeaderWhetherItForwards serves an agent's Handler on
+// loopback and probes it as a standby would: 200 while it forwards, an
+// error when it cannot, and an error when nothing answers.
+func TestHTTPProbeAsksTheLeaderWhetherItForwards(t *testing.T) {
+	var forward error
+	a := &Agent{log: slog.New(slog.DiscardHandler), cfg: Config{Forwarding: func() error { return forward }}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: a.Handler(prometheus.NewRegistry())}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	leader := topology.Node{Name: "l", InternalIP: netip.MustParsePrefix("127.0.0.1/8")}
+	probe := HTTPProbe(port)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := probe(ctx, leader); err != nil {
+		t.Errorf("probe of a leader that forwards: %v", err)
+	}
+	forward = errors.New("eth0 has no carrier")
+	if err := probe(ctx, leader); err == nil || !strings.Contains(err.Error(), "eth0 has no carrier") {
+		t.Errorf("probe of a leader that cannot forward: %v, want its reason", err)
+	}
+	srv.Close()
+	if err := probe(ctx, leader); err == nil {
+		t.Error("probe of a leader whose agent is gone succeeded")
 	}
 }

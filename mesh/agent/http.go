@@ -10,7 +10,9 @@ import (
 
 // Handler serves /metrics (Prometheus), /health (liveness: 503 only when
 // the reconcile loop is stuck, see Live), /ready (readiness: 503 with the
-// errors of the last reconciliation, see Ready) and, with
+// errors of the last reconciliation, see Ready), /forwarding (503 when
+// this node cannot forward: what the location election's standbys probe)
+// and, with
 // Config.ServeGraph, /graph (the topology as this agent computed it, in
 // Graphviz DOT).
 func (a *Agent) Handler(gather prometheus.Gatherer) http.Handler {
@@ -18,6 +20,7 @@ func (a *Agent) Handler(gather prometheus.Gatherer) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { reply(w, a.Live()) })
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, r *http.Request) { reply(w, a.Ready()) })
+	mux.HandleFunc("GET /forwarding", func(w http.ResponseWriter, r *http.Request) { reply(w, a.Forwarding()) })
 	if a.cfg.ServeGraph {
 		mux.HandleFunc("GET /graph", func(w http.ResponseWriter, r *http.Request) {
 			t := a.Topology()
