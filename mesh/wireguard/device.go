@@ -55,7 +55,32 @@ type OpenOptions struct {
 	// /var/run/wireguard, which all namespaces of a mount namespace share,
 	// so names must be unique across namespaces.
 	NetNS string
+	// InFlight bounds the packets an embedded wireguard-go device holds in
+	// each direction between reading and writing them; zero means
+	// DefaultInFlight, negative leaves wireguard-go's queues unbounded (and
+	// keeps its sticky-source route listener, which it runs only on its own
+	// bind type). Kernel and existing devices ignore it.
+	InFlight int
+	// MemoryLimit is the soft limit, in bytes, of the Go runtime's memory
+	// (runtime/debug.SetMemoryLimit) that opening an embedded wireguard-go
+	// device sets for the whole process, never above one set already; zero
+	// means DefaultMemoryLimit unless the GOMEMLIMIT environment variable
+	// is set, negative leaves the runtime alone. Kernel and existing
+	// devices ignore it.
+	MemoryLimit int64
 }
+
+const (
+	// DefaultInFlight is how many packets an embedded wireguard-go device
+	// lets in, in each direction, before earlier ones leave it; one TUN
+	// read or UDP batch more (up to 128 packets) may exceed it. Each packet
+	// holds a 64 KiB buffer in wireguard-go.
+	DefaultInFlight = 128
+	// DefaultMemoryLimit is the Go memory limit an embedded wireguard-go
+	// device sets for its process: the garbage collector works harder
+	// near it instead of letting the heap double.
+	DefaultMemoryLimit = 48 << 20
+)
 
 // Mode says which WireGuard implementation backs a Device.
 type Mode string

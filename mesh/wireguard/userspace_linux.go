@@ -21,6 +21,7 @@ import (
 // link and its control socket.
 type userspace struct {
 	dev    *device.Device
+	bounds *bounds // nil when unbounded
 	uapi   net.Listener
 	done   chan struct{}
 	log    *slog.Logger
@@ -58,11 +59,17 @@ func openUserspace(opts OpenOptions, log *slog.Logger) (*userspace, error) {
 		bind = nsBind{Bind: bind, netns: opts.NetNS}
 	}
 	u := &userspace{
-		dev:    device.NewDevice(tdev, bind, deviceLogger(log)),
 		done:   make(chan struct{}),
 		closed: make(chan struct{}),
 		log:    log,
 	}
+	if n := inFlightOf(opts); n > 0 {
+		u.bounds = newBounds(n, inFlightStall)
+		tdev = boundedTUN{Device: tdev, b: u.bounds}
+		bind = boundedBind{Bind: bind, b: u.bounds}
+	}
+	applyMemoryLimit(opts, log)
+	u.dev = device.NewDevice(tdev, bind, deviceLogger(log))
 	f, err := ipc.UAPIOpen(opts.Name)
 	if err != nil {
 		u.dev.Close()
