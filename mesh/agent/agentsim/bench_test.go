@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 )
 
@@ -106,16 +107,27 @@ const benchLocations = 5
 // docs/scale.md), so the sizes are run at lease=30s (a renewal every 10 s, the kubelet's node lease
 // cadence), where every heartbeat rate is 10 times smaller and the growth
 // the same; the sizes measured at both show the factor.
+//
+// election=location/... is kg's --leader-election=location (one election
+// Lease per location, renewed by its leader, watched by that location's
+// nodes only), at kg's default cadence and every size: the "after" of
+// docs/scale.md, measured in the same run as the "before".
 func BenchmarkAPILoad(b *testing.B) {
 	for _, c := range []struct {
-		lease time.Duration
-		nodes []int
+		election k8s.Election
+		lease    time.Duration
+		nodes    []int
 	}{
-		{3 * time.Second, []int{10, 50}},
-		{30 * time.Second, []int{10, 50, 100, 200}},
+		{k8s.ElectionNodeLeases, 3 * time.Second, []int{10, 50}},
+		{k8s.ElectionLocation, 3 * time.Second, []int{10, 50, 100, 200}},
+		{k8s.ElectionNodeLeases, 30 * time.Second, []int{10, 50, 100, 200}},
 	} {
 		for _, n := range c.nodes {
-			b.Run(fmt.Sprintf("lease=%s/nodes=%d", c.lease, n), func(b *testing.B) { benchAPILoad(b, n, c.lease) })
+			name := fmt.Sprintf("lease=%s/nodes=%d", c.lease, n)
+			if c.election != k8s.ElectionNodeLeases {
+				name = "election=" + string(c.election) + "/" + name
+			}
+			b.Run(name, func(b *testing.B) { benchAPILoad(b, n, c.lease, c.election) })
 		}
 	}
 }
@@ -192,15 +204,15 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
-func benchAPILoad(b *testing.B, n int, lease time.Duration) {
+func benchAPILoad(b *testing.B, n int, lease time.Duration, election k8s.Election) {
 	var rs []figures
 	for range rounds {
-		rs = append(rs, apiLoadRound(b, n, lease))
+		rs = append(rs, apiLoadRound(b, n, lease, election))
 	}
 	reportRounds(b, rs)
 }
 
-func apiLoadRound(b *testing.B, n int, lease time.Duration) figures {
+func apiLoadRound(b *testing.B, n int, lease time.Duration, election k8s.Election) figures {
 	m := figures{}
 	env, stopAPI := startAPIServer(b)
 	defer stopAPI()
@@ -224,7 +236,7 @@ func apiLoadRound(b *testing.B, n int, lease time.Duration) figures {
 	time.Sleep(2 * time.Second)
 	heap0 := liveHeap()
 	start := time.Now()
-	f, err := Start(ctx, env.Config, l, idx, Options{LeaseDuration: lease})
+	f, err := Start(ctx, env.Config, l, idx, Options{LeaseDuration: lease, Election: election})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	LeaseDuration time.Duration
 	// ResyncPeriod is kg's --resync-period (30 s).
 	ResyncPeriod time.Duration
+	// Election is kg's --leader-election (node-leases when empty). With
+	// location, every agent's LAN probe of its leader answers at once (all
+	// the simulated agents are alive), as kg's HTTP probe does on a LAN.
+	Election k8s.Election
 	// Topology are the mesh options (location granularity by default).
 	Topology topology.Options
 
@@ -74,8 +78,10 @@ type Agent struct {
 type Fleet struct {
 	Agents []*Agent
 	reg    *prometheus.Registry
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// election is the agents' Options.Election.
+	election k8s.Election
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // StartAgent connects the agent of node i of l (whose Node must exist, see
@@ -89,11 +95,11 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 	// (and one HTTP/2 connection) between all agents of the process.
 	rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	rc.UserAgent = "kg-sim/" + name
-	client, err := k8s.New(ctx, k8s.Config{RESTConfig: rc, LeaseDuration: o.LeaseDuration})
+	client, err := k8s.New(ctx, k8s.Config{RESTConfig: rc, LeaseDuration: o.LeaseDuration, Election: o.Election})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", name, err)
 	}
-	a, err := agent.New(agent.Config{
+	ac := agent.Config{
 		Hostname:        name,
 		Backend:         client,
 		Topology:        o.Topology,
@@ -109,7 +115,13 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 		Router:          Router{},
 		Firewall:        Firewall{},
 		Metrics:         o.metrics,
-	})
+	}
+	if o.Election == k8s.ElectionLocation {
+		ac.Election = client
+		ac.LeaseDuration = o.LeaseDuration
+		ac.Probe = func(context.Context, topology.Node) error { return nil }
+	}
+	a, err := agent.New(ac)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +132,7 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 // connected and running.
 func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options) (*Fleet, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &Fleet{cancel: cancel, reg: prometheus.NewRegistry()}
+	f := &Fleet{cancel: cancel, reg: prometheus.NewRegistry(), election: o.Election}
 	o.metrics = agent.NewMetrics(f.reg)
 	type started struct {
 		i   int
@@ -152,7 +164,7 @@ func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options
 	}
 	for _, a := range f.Agents {
 		f.wg.Add(2)
-		go func() { defer f.wg.Done(); _ = a.Agent.RunHeartbeat(ctx) }()
+		go func() { defer f.wg.Done(); _ = a.Agent.RunLeadership(ctx) }()
 		go func() { defer f.wg.Done(); _ = a.Agent.Run(ctx) }()
 	}
 	return f, nil
@@ -208,12 +220,29 @@ func (f *Fleet) Converged(n int, locations []string) error {
 		nodes, _, _ := a.Client.Snapshot()
 		ready := 0
 		for _, nd := range nodes {
-			if nd.Ready && !nd.Key.IsZero() {
+			// With the location election only the leaders are Ready (the
+			// others are standbys): every node must have its key.
+			if (nd.Ready || f.election == k8s.ElectionLocation) && !nd.Key.IsZero() {
 				ready++
 			}
 		}
 		if ready != n {
 			return fmt.Errorf("%s: %d of %d nodes ready with a key", a.Name, ready, n)
+		}
+		if f.election == k8s.ElectionLocation {
+			// Elected: exactly one node of each location is Ready, the one
+			// whose kilofed.io/leads wins (before any, all are).
+			per := map[string]int{}
+			for _, nd := range nodes {
+				if nd.Ready {
+					per[nd.Location]++
+				}
+			}
+			for _, loc := range locations {
+				if per[loc] != 1 {
+					return fmt.Errorf("%s: %d ready nodes in %s, want the elected leader alone", a.Name, per[loc], loc)
+				}
+			}
 		}
 		if first == nil {
 			first = leaders

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 )
 
@@ -129,6 +131,52 @@ func TestSimulatedAgentsConvergeBesideObjectOnlyNodes(t *testing.T) {
 		}
 		if _, err := ProcCPUSeconds(pid); err != nil {
 			t.Errorf("%s (%d): %v", name, pid, err)
+		}
+	}
+}
+
+// TestSimulatedAgentsElectOneLeaderPerLocationWithLocationLeases runs
+// agents with --leader-election=location: they converge on one leader per
+// location, each the holder of its location's election Lease, and no agent
+// writes a heartbeat Lease.
+func TestSimulatedAgentsElectOneLeaderPerLocationWithLocationLeases(t *testing.T) {
+	env := k8stest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Locations: 3}
+	idx := []int{0, 1, 2, 3, 4, 5}
+	if err := l.CreateNodes(ctx, kube, idx, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Start(ctx, env.Config, l, idx, Options{Election: k8s.ElectionLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	if err := f.WaitConverged(ctx, len(idx), l.LocationNames()); err != nil {
+		t.Fatal(err)
+	}
+	topo := f.Agents[0].Agent.Topology()
+	leases, err := kube.CoordinationV1().Leases(k8s.DefaultLeaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := map[string]string{}
+	for _, le := range leases.Items {
+		if !strings.HasPrefix(le.Name, k8s.LocationLeasePrefix) {
+			t.Errorf("Lease %s written: want only location election Leases", le.Name)
+			continue
+		}
+		holders[le.Name] = *le.Spec.HolderIdentity
+	}
+	for _, loc := range l.LocationNames() {
+		leader, _ := topo.Leader(loc)
+		if got := holders[k8s.LocationLeaseName(loc)]; got != leader.Name {
+			t.Errorf("location %s: leader %s, its election Lease held by %q", loc, leader.Name, got)
 		}
 	}
 }
