@@ -165,11 +165,17 @@ func (s *Syncer) applyDerived(ctx context.Context, imp *merge.Import) (*corev1.S
 	switch {
 	case err == nil && old.Labels[LabelManagedBy] != ManagedBy:
 		return nil, fmt.Errorf("the Service %s/%s exists and is not servicesync's: rename it, the import of %s needs the name", imp.Namespace, name, imp.Name)
+	case err == nil && s.replaced[old.UID]:
+		// A read that lags the replacement (an informer not yet told):
+		// the new Service is written below, the old one is gone.
+		err = apierrors.NewNotFound(corev1.Resource("services"), name)
 	case err == nil && (old.Spec.ClusterIP == corev1.ClusterIPNone) != (imp.Type == ssv1.Headless):
 		// A ClusterIP cannot be added or removed: replace the Service.
-		if err := c.Delete(ctx, &old); client.IgnoreNotFound(err) != nil {
+		// Only this one (its UID): never a replacement a stale read hid.
+		if err := c.Delete(ctx, &old, client.Preconditions{UID: &old.UID}); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("replace Service %s/%s: %w", imp.Namespace, name, err)
 		}
+		s.replaced[old.UID] = true
 		s.written = map[string]written{}
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read Service %s/%s: %w", imp.Namespace, name, err)

@@ -40,9 +40,10 @@ import (
 )
 
 var (
-	scaleSizes = flag.String("servicesync.sizes", "100,1000", "BenchmarkServicesyncScale: numbers of exported services, each size run in turn")
-	scaleRuns  = flag.Int("servicesync.runs", 2, "BenchmarkServicesyncScale: runs of each size, alternated, each from a cold start")
-	scaleWait  = flag.Duration("servicesync.timeout", 40*time.Minute, "BenchmarkServicesyncScale: how long one run may take to converge")
+	scaleSizes   = flag.String("servicesync.sizes", "100,1000", "BenchmarkServicesyncScale: numbers of exported services, each size run in turn")
+	scaleRuns    = flag.Int("servicesync.runs", 2, "BenchmarkServicesyncScale: runs of each size, alternated, each from a cold start")
+	scaleClients = flag.String("servicesync.clients", "informers", "BenchmarkServicesyncScale: the local clients, alternated: informers (kilofed-controller's: servicesync.NewLocalClient, --kube-api-qps's default) and/or direct (the controller before them: every read a request, client-go's default rate limit of 5/s, burst 10); direct's figures carry the suffix -direct")
+	scaleWait    = flag.Duration("servicesync.timeout", 40*time.Minute, "BenchmarkServicesyncScale: how long one run may take to converge")
 )
 
 // scaleEndpoints is the number of endpoints of each exported service.
@@ -63,7 +64,10 @@ type scaleCluster struct {
 // servers (the lab's etcd and kube-apiserver through envtest): three
 // clusters joined pair by pair with kilofed join (scoped tokens), the real
 // servicesync controller of each running in this process with a client
-// built as kilofed-controller builds it (client-go's default rate limit),
+// built as kilofed-controller builds it (servicesync.NewLocalClient:
+// reads from informers, --kube-api-qps's default;
+// -servicesync.clients=informers,direct alternates it with the controller's
+// client before, every read a request at client-go's default rate limit),
 // N Services of 10 endpoints each spread over the three clusters (service
 // i in cluster i mod 3), then N ServiceExports created at once. It reports,
 // for each size of -servicesync.sizes (alternated, -servicesync.runs each,
@@ -93,51 +97,75 @@ func BenchmarkServicesyncScale(b *testing.B) {
 		}
 		b.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
 	}
+	var rates []string
+	for _, r := range strings.Split(*scaleClients, ",") {
+		if r = strings.TrimSpace(r); r != "informers" && r != "direct" {
+			b.Fatalf("-servicesync.clients %q: %q is neither informers nor direct", *scaleClients, r)
+		}
+		rates = append(rates, r)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	for range b.N {
-		samples := map[int][]scaleSample{}
+		samples := map[string]map[int][]scaleSample{}
+		for _, rate := range rates {
+			samples[rate] = map[int][]scaleSample{}
+		}
 		for run := range *scaleRuns {
 			for _, n := range sizes {
-				s := scaleRun(b, n)
-				b.Logf("run %d, %d services: converged in %.1f s (exports created in %.1f s), %.0f objects/s, %d requests, %.1f steady requests/s, heap %.1f MB (idle %.1f MB), rss %.1f MB",
-					run+1, n, s.converge, s.create, s.objectsPerSec, s.requests, s.steadyRPS, s.heapMB, s.idleHeapMB, s.rssMB)
-				samples[n] = append(samples[n], s)
+				for _, rate := range rates {
+					s := scaleRun(b, n, rate == "direct")
+					b.Logf("run %d, %d services, %s client: converged in %.1f s (exports created in %.1f s), %.0f objects/s, %d requests, %.1f steady requests/s, heap %.1f MB (idle %.1f MB), rss %.1f MB",
+						run+1, n, rate, s.converge, s.create, s.objectsPerSec, s.requests, s.steadyRPS, s.heapMB, s.idleHeapMB, s.rssMB)
+					samples[rate][n] = append(samples[rate][n], s)
+				}
 			}
 		}
 		b.StopTimer()
-		// go test keeps 10 lines of a benchmark's log: one a run above,
-		// then the requests of the last run of each size, and the growth.
-		for _, n := range sizes {
-			b.Log(samples[n][len(samples[n])-1].kinds)
+		for _, rate := range rates {
+			scaleReport(b, rate, sizes, samples[rate])
 		}
-		med := map[int]float64{}
-		for _, n := range sizes {
-			ss := samples[n]
-			report := func(unit string, f func(scaleSample) float64) float64 {
-				v := make([]float64, len(ss))
-				for i, s := range ss {
-					v[i] = f(s)
-				}
-				m := medianOf(v)
-				b.ReportMetric(m, fmt.Sprintf("%s-%d", unit, n))
-				if len(v) > 1 {
-					b.ReportMetric(slices.Min(v), fmt.Sprintf("min:%s-%d", unit, n))
-					b.ReportMetric(slices.Max(v), fmt.Sprintf("max:%s-%d", unit, n))
-				}
-				return m
+	}
+}
+
+// scaleReport reports one rate limit's samples by size: medians, min and
+// max, with -direct after the direct client's units.
+func scaleReport(b *testing.B, rate string, sizes []int, samples map[int][]scaleSample) {
+	suffix := ""
+	if rate == "direct" {
+		suffix = "-direct"
+	}
+	// go test keeps 10 lines of a benchmark's log: one a run above,
+	// then the requests of the last run of each size, and the growth.
+	for _, n := range sizes {
+		b.Log(rate, samples[n][len(samples[n])-1].kinds)
+	}
+	med := map[int]float64{}
+	for _, n := range sizes {
+		ss := samples[n]
+		report := func(unit string, f func(scaleSample) float64) float64 {
+			v := make([]float64, len(ss))
+			for i, s := range ss {
+				v[i] = f(s)
 			}
-			med[n] = report("s/converge", func(s scaleSample) float64 { return s.converge })
-			report("s/create", func(s scaleSample) float64 { return s.create })
-			report("objects/s", func(s scaleSample) float64 { return s.objectsPerSec })
-			report("requests", func(s scaleSample) float64 { return float64(s.requests) })
-			report("steady-requests/s", func(s scaleSample) float64 { return s.steadyRPS })
-			report("heap-MB", func(s scaleSample) float64 { return s.heapMB })
-			report("heap-growth-MB", func(s scaleSample) float64 { return s.heapMB - s.idleHeapMB })
-			report("rss-MB", func(s scaleSample) float64 { return s.rssMB })
+			m := medianOf(v)
+			b.ReportMetric(m, fmt.Sprintf("%s-%d%s", unit, n, suffix))
+			if len(v) > 1 {
+				b.ReportMetric(slices.Min(v), fmt.Sprintf("min:%s-%d%s", unit, n, suffix))
+				b.ReportMetric(slices.Max(v), fmt.Sprintf("max:%s-%d%s", unit, n, suffix))
+			}
+			return m
 		}
-		if lo, hi := slices.Min(sizes), slices.Max(sizes); lo != hi && med[lo] > 0 {
-			b.Logf("converge time, %d services / %d services: %.2f (%d times the services)", hi, lo, med[hi]/med[lo], hi/lo)
-		}
+		med[n] = report("s/converge", func(s scaleSample) float64 { return s.converge })
+		report("s/create", func(s scaleSample) float64 { return s.create })
+		report("objects/s", func(s scaleSample) float64 { return s.objectsPerSec })
+		report("requests", func(s scaleSample) float64 { return float64(s.requests) })
+		report("steady-requests/s", func(s scaleSample) float64 { return s.steadyRPS })
+		report("heap-MB", func(s scaleSample) float64 { return s.heapMB })
+		report("heap-growth-MB", func(s scaleSample) float64 { return s.heapMB - s.idleHeapMB })
+		report("rss-MB", func(s scaleSample) float64 { return s.rssMB })
+	}
+	if lo, hi := slices.Min(sizes), slices.Max(sizes); lo != hi && med[lo] > 0 {
+		b.Logf("%s client: converge time, %d services / %d services: %.2f (%d times the services)", rate, hi, lo, med[hi]/med[lo], hi/lo)
 	}
 }
 
@@ -152,8 +180,9 @@ type scaleSample struct {
 }
 
 // scaleRun runs the benchmark once with n services, from new API servers,
+// with the local clients of the controller before informers if direct,
 // and stops everything it started.
-func scaleRun(b *testing.B, n int) scaleSample {
+func scaleRun(b *testing.B, n int, direct bool) scaleSample {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	var clusters []*scaleCluster
@@ -236,10 +265,17 @@ func scaleRun(b *testing.B, n int) scaleSample {
 	// One servicesync per cluster, as kilofed-controller starts it.
 	for _, c := range clusters {
 		cfg := rest.CopyConfig(c.admin.Config)
-		cfg.QPS, cfg.Burst = 0, 0 // what clientcmd and rest.InClusterConfig give the controller
+		cfg.QPS, cfg.Burst = servicesync.LocalQPS, servicesync.LocalBurst // kilofed-controller's defaults
 		counter, kinds := &c.requests, &c.byKind
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, counter, kinds} }
-		local, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+		var local client.Client
+		var err error
+		if direct {
+			cfg.QPS, cfg.Burst = 0, 0 // client-go's default, 5/s and burst 10
+			local, err = client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+		} else {
+			local, err = servicesync.NewLocalClient(ctx, cfg)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

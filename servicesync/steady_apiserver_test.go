@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -23,8 +24,12 @@ import (
 
 // TestSteadyStateWritesNothing runs servicesync on a real API server (the
 // lab's, through envtest, with servicesync's CRDs) with one exported
-// Service: once the export is imported and its conditions are written, a
-// further poll writes nothing. The ServiceExport CRD has no status
+// Service, through the client kilofed-controller gives it
+// (servicesync.NewLocalClient): once the export is imported and its
+// conditions are written, a further poll writes nothing and sends no
+// request at all (its reads come from informers; before, every poll read
+// every export, its Service and slices, and every import, one request
+// each). The ServiceExport CRD has no status
 // subresource, so writing its conditions bumps its generation: conditions
 // stamped with the new generation differ from those written, and, before,
 // every poll patched every export again (BenchmarkServicesyncScale counted
@@ -56,10 +61,10 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var writes atomic.Int64
+	var writes, requests atomic.Int64
 	cfg := rest.CopyConfig(c.admin.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes} }
-	local, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes, &requests} }
+	local, err := servicesync.NewLocalClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,24 +72,30 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Published, imported, then the export Ready: a few polls.
-	for range 3 {
+	// Published, imported, then the export Ready: polls until one is Ready
+	// and writes nothing, each after the informers saw the last one's writes.
+	var ex mcsv1beta1.ServiceExport
+	for poll := 0; ; poll++ {
+		if poll == 50 {
+			t.Fatalf("the export is not Ready and settled after 50 polls: %+v", ex.Status.Conditions)
+		}
+		w := writes.Load()
 		if err := s.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, &ex); err != nil {
+			t.Fatal(err)
+		}
+		ready := false
+		for _, cond := range ex.Status.Conditions {
+			ready = ready || (cond.Type == "Ready" && cond.Status == metav1.ConditionTrue)
+		}
+		if ready && writes.Load() == w {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the informers' watch events
 	}
-	var ex mcsv1beta1.ServiceExport
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, &ex); err != nil {
-		t.Fatal(err)
-	}
-	ready := false
-	for _, cond := range ex.Status.Conditions {
-		ready = ready || (cond.Type == "Ready" && cond.Status == metav1.ConditionTrue)
-	}
-	if !ready {
-		t.Fatalf("the export is not Ready after 3 polls: %+v", ex.Status.Conditions)
-	}
-	before := writes.Load()
+	before, reqs := writes.Load(), requests.Load()
 	for range 3 {
 		if err := s.Step(ctx); err != nil {
 			t.Fatal(err)
@@ -95,17 +106,24 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		_ = admin.Get(ctx, client.ObjectKey{Namespace: "app", Name: "web"}, &now)
 		t.Errorf("3 polls with nothing changed wrote %d times (the export's generation went from %d to %d)", n, ex.Generation, now.Generation)
 	}
+	if n := requests.Load() - reqs; n != 0 {
+		t.Errorf("3 polls with nothing changed sent %d requests: the reads do not come from informers", n)
+	}
 }
 
-// writeCounter counts the requests that are not reads.
+// writeCounter counts the requests that are not reads (n) and all requests
+// but watches (all).
 type writeCounter struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
+	rt     http.RoundTripper
+	n, all *atomic.Int64
 }
 
 func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet {
 		w.n.Add(1)
+	}
+	if r.URL.Query().Get("watch") != "true" {
+		w.all.Add(1)
 	}
 	return w.rt.RoundTrip(r)
 }

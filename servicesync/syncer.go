@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -29,6 +30,16 @@ import (
 )
 
 // Config configures a Syncer.
+// LocalQPS and LocalBurst are the rate limit kilofed-controller gives its
+// client of the local API server by default (--kube-api-qps,
+// --kube-api-burst). servicesync sends several requests per exported service
+// and poll; at client-go's default (5/s, burst 10) 1000 services took 21-25
+// min to converge (BenchmarkServicesyncScale, docs/performance.md).
+const (
+	LocalQPS   = 50
+	LocalBurst = 100
+)
+
 type Config struct {
 	// Local is this cluster's client; its scheme must hold Scheme's types.
 	Local client.Client
@@ -60,10 +71,13 @@ type Syncer struct {
 	remotes   map[string]*remote
 	published map[string]ssv1.ExportedServiceSpec
 	written   map[string]written
-	ranges    ranges.Cluster
-	rangesAt  time.Time
-	resyncAt  time.Time
-	warned    string
+	// replaced holds the UIDs of the derived Services deleted to be
+	// replaced, so that a read still answering one is taken as stale.
+	replaced map[types.UID]bool
+	ranges   ranges.Cluster
+	rangesAt time.Time
+	resyncAt time.Time
+	warned   string
 }
 
 // written is an object as servicesync last wrote it and as the API server
@@ -88,7 +102,7 @@ func New(cfg Config) (*Syncer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Syncer{cfg: cfg, log: cfg.Logger.With("component", "servicesync"), remotes: map[string]*remote{},
-		published: map[string]ssv1.ExportedServiceSpec{}, written: map[string]written{}}, nil
+		published: map[string]ssv1.ExportedServiceSpec{}, written: map[string]written{}, replaced: map[types.UID]bool{}}, nil
 }
 
 // Run syncs every Poll until ctx ends.
@@ -118,6 +132,7 @@ func (s *Syncer) Step(ctx context.Context) error {
 	now := s.cfg.Now()
 	if now.After(s.resyncAt) {
 		s.written, s.published = map[string]written{}, map[string]ssv1.ExportedServiceSpec{}
+		s.replaced = map[types.UID]bool{} // reads lag by a watch event, not by a resync
 		s.resyncAt = now.Add(s.cfg.Resync)
 	}
 	if s.rangesAt.IsZero() || now.Sub(s.rangesAt) > s.cfg.Resync {

@@ -77,17 +77,19 @@ func TestControllerRunsWithTheAgentsTopologyFlags(t *testing.T) {
 // writes the exports' conditions, publishes ExportedServices in
 // kilofed-system, and writes (server-side apply) and sweeps ServiceImports,
 // derived Services and their EndpointSlices in the imports' namespaces,
-// which it lists.
+// which it lists. Its reads are informers (servicesync.NewLocalClient):
+// list and watch of each kind it reads, RemoteClusters included.
 var servicesyncRules = struct{ cluster, system []rbacv1.PolicyRule }{
 	cluster: []rbacv1.PolicyRule{
-		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"list", "patch"}},
-		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch", "delete"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "create", "patch", "delete", "deletecollection"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"list", "watch", "patch"}},
+		{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch", "create", "patch", "delete", "deletecollection"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"federation.kilofed.io"}, Resources: []string{"remoteclusters"}, Verbs: []string{"watch"}},
 	},
 	system: []rbacv1.PolicyRule{
-		{APIGroups: []string{"federation.kilofed.io"}, Resources: []string{"exportedservices"}, Verbs: []string{"list", "create", "patch", "delete"}},
+		{APIGroups: []string{"federation.kilofed.io"}, Resources: []string{"exportedservices"}, Verbs: []string{"list", "watch", "create", "patch", "delete"}},
 	},
 }
 

@@ -26,7 +26,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kilofed/kilofed/federation/controller"
 	"github.com/kilofed/kilofed/federation/discover"
@@ -55,6 +54,8 @@ type options struct {
 	dnsListen      string
 	dnsUpstreams   string
 	elect          election
+	qps            float64
+	burst          int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -75,6 +76,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.serviceCIDRs, "service-cidr", "", "comma-separated Service ranges (default: the ServiceCIDR objects)")
 	fs.BoolVar(&o.servicesync, "servicesync", true, "run servicesync: publish this cluster's ServiceExports and import the joined clusters' (needs the MCS CRDs)")
 	fs.DurationVar(&o.withdrawAfter, "withdraw-after", merge.WithdrawAfter, "withdraw a joined cluster's endpoints once its API does not answer and its tunnels had no handshake for this long")
+	fs.Float64Var(&o.qps, "kube-api-qps", servicesync.LocalQPS, "requests per second to this cluster's API server (client-go's default, 5, made 1000 exported services take over 20 min to converge)")
+	fs.IntVar(&o.burst, "kube-api-burst", servicesync.LocalBurst, "burst of requests to this cluster's API server above --kube-api-qps")
 	dnsFlags(fs, &o)
 	electionFlags(fs, &o.elect)
 	return o, fs.Parse(args)
@@ -106,7 +109,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := o.restConfig()
 	if err != nil {
 		return err
 	}
@@ -174,9 +177,9 @@ func newController(ctx context.Context, cfg controller.Config, poll time.Duratio
 // startServicesync runs servicesync beside the federation controller
 // until ctx ends.
 func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discover.Options, o options, log *slog.Logger) error {
-	c, err := client.New(cfg, client.Options{Scheme: servicesync.Scheme()})
+	c, err := servicesync.NewLocalClient(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("servicesync client: %w", err)
+		return err
 	}
 	s, err := servicesync.New(servicesync.Config{Local: c, ClusterID: id, Ranges: r, Poll: o.poll, Resync: o.resync, WithdrawAfter: o.withdrawAfter, Logger: log})
 	if err != nil {
@@ -221,11 +224,23 @@ func prefixList(flag, s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return rest.InClusterConfig()
+// restConfig is the config of this cluster's API server (in-cluster or
+// --kubeconfig) with the --kube-api-qps and --kube-api-burst rate limit.
+func (o options) restConfig() (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	if o.kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	return cfg, nil
 }
 
 // serve starts /metrics and /health on addr.

@@ -1,0 +1,68 @@
+package servicesync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	aboutv1 "github.com/kilofed/kilofed/federation/apis/about/v1alpha1"
+	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
+	kilov1alpha1 "github.com/kilofed/kilofed/mesh/apis/kilo/v1alpha1"
+	ssv1 "github.com/kilofed/kilofed/servicesync/apis/v1alpha1"
+)
+
+// NewLocalClient returns the client of the local API server that
+// servicesync reads and writes through: its reads come from informers
+// (started on first use and synced before they answer), so that a poll costs
+// no request and only changes are written. ExportedServices are watched in
+// kilofed-system only. Secrets (the joined clusters' credentials), Peers,
+// ServiceCIDRs and the ClusterProperty are read directly: they are read
+// rarely, and caching them would need wider rights. The informers run
+// until ctx ends.
+//
+// Reads from the informers may lag servicesync's own writes by a watch
+// event: every write is a server-side apply or an idempotent delete, so a
+// stale read costs at most one write again, never a wrong object.
+// syncTimeout bounds the first list of each informer of NewLocalClient.
+var syncTimeout = 30 * time.Second
+
+func NewLocalClient(ctx context.Context, cfg *rest.Config) (client.Client, error) {
+	scheme := Scheme()
+	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&ssv1.ExportedService{}: {Namespaces: map[string]cache.Config{ssv1.Namespace: {}}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("servicesync informers: %w", err)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	// Every informer is started and synced here, so that missing rights
+	// fail the start with the kind named, not a later read silently.
+	for _, obj := range []client.Object{&mcsv1beta1.ServiceExport{}, &mcsv1beta1.ServiceImport{}, &corev1.Service{},
+		&discoveryv1.EndpointSlice{}, &corev1.Namespace{}, &corev1.Node{}, &ssv1.ExportedService{}, &fedv1.RemoteCluster{}} {
+		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		_, err := ca.GetInformer(wctx, obj)
+		cancel()
+		if err != nil {
+			gvk, _ := apiutil.GVKForObject(obj, scheme)
+			return nil, fmt.Errorf("servicesync cannot list and watch %s within %v (check kilofed-controller's RBAC and that the CRD is installed): %w", gvk.Kind, syncTimeout, err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
+		Reader: ca,
+		DisableFor: []client.Object{&corev1.Secret{}, &kilov1alpha1.Peer{}, &networkingv1.ServiceCIDR{},
+			&aboutv1.ClusterProperty{}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("servicesync client: %w", err)
+	}
+	return c, nil
+}

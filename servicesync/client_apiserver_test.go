@@ -1,0 +1,43 @@
+package servicesync_test
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
+	"github.com/kilofed/kilofed/servicesync"
+)
+
+// TestLocalClientWithoutRightsFailsNamingTheKind proves that the informers
+// of servicesync's client are synced when it is made: a controller whose
+// ServiceAccount may not list and watch what servicesync reads fails at
+// start with the kind named and where to look, instead of reads that hang
+// later.
+func TestLocalClientWithoutRightsFailsNamingTheKind(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
+		}
+		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
+	}
+	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
+	t.Cleanup(func() { _ = c.env.Stop() })
+	defer servicesync.SetSyncTimeout(2 * time.Second)()
+	cfg := rest.CopyConfig(c.admin.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:no-rights"}
+	_, err := servicesync.NewLocalClient(t.Context(), cfg)
+	if err == nil {
+		t.Fatal("NewLocalClient without rights: no error")
+	}
+	for _, want := range []string{"ServiceExport", "RBAC"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
