@@ -102,6 +102,9 @@ type electionInput struct {
 	ProbeArmed bool
 	// Failures is how many probes of the holder failed in a row.
 	Failures int
+	// Prober says that this node is one of the best standbys, which probe
+	// the holder: only they take a held lead.
+	Prober bool
 	// ProbeFailures is DefaultProbeFailures or its replacement.
 	ProbeFailures int
 }
@@ -131,10 +134,10 @@ func (a electionAction) String() string {
 
 // decide returns what a node does in one election step: the holder renews
 // while it can forward, and releases when it cannot; a standby that can
-// forward takes a vacant lead after a delay of its rank, and a held one
-// only when the holder fails the probes (the best standby first), or, when
-// probes never worked during the holder's term, once the holder stopped
-// renewing for a lease duration. A live holder is never preempted, so a
+// forward takes a vacant lead after a delay of its rank, and, if it is one
+// of the best standbys (Prober), a held one only when the holder fails the
+// probes (the best standby first), or, when probes never worked during the
+// holder's term, once the holder stopped renewing for a lease duration. A live holder is never preempted, so a
 // node that comes back does not take the lead from a working one, and an
 // API outage, which stops renewals but not probes, changes no leader.
 func decide(in electionInput) electionAction {
@@ -156,6 +159,7 @@ func decide(in electionInput) electionAction {
 		if in.VacantFor >= delay {
 			return takeVacant
 		}
+	case !in.Prober:
 	case in.ProbeArmed && in.Failures >= in.ProbeFailures+in.Rank:
 		return takeDead
 	case !in.ProbeArmed && in.Lease.Age >= in.LeaseDuration+delay:
@@ -182,6 +186,13 @@ type election struct {
 	notForward bool
 }
 
+// newElection returns the state of a new election loop; what it published
+// starts unknown, so that a node that comes back withdraws the lead its
+// previous run left on its Node.
+func newElection(a *Agent, el k8s.Elector) *election {
+	return &election{a: a, el: el, published: "?"}
+}
+
 // RunElection elects this node's location's leader with the location's
 // election Lease (Config.Election) until ctx ends, then releases the Lease
 // if this node holds it and withdraws its LeadsAnnotation, so that another
@@ -191,7 +202,7 @@ func (a *Agent) RunElection(ctx context.Context) error {
 	if el == nil {
 		return errors.New("agent: RunElection needs Config.Election")
 	}
-	e := &election{a: a, el: el}
+	e := newElection(a, el)
 	tick := time.NewTicker(a.cfg.ProbeInterval)
 	defer tick.Stop()
 	for {
@@ -285,7 +296,7 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	in := electionInput{
 		Lease: l, Self: self, Trusted: trusted, Forwarding: forwarding, Rank: rank,
 		LeaseDuration: a.cfg.LeaseDuration, ProbeArmed: e.armed, Failures: e.failures,
-		ProbeFailures: a.cfg.ProbeFailures,
+		ProbeFailures: a.cfg.ProbeFailures, Prober: rank >= 0 && rank < probers,
 	}
 	if !e.vacant.IsZero() {
 		in.VacantFor = now.Sub(e.vacant)

@@ -24,7 +24,7 @@ func TestDecide(t *testing.T) {
 	held := func(holder string, age time.Duration) k8s.LocationLease {
 		return k8s.LocationLease{Known: true, Exists: true, Holder: holder, Term: 4, Age: age}
 	}
-	base := electionInput{Self: "me", Trusted: true, Forwarding: true, Rank: 0, LeaseDuration: d, ProbeFailures: 3}
+	base := electionInput{Self: "me", Trusted: true, Forwarding: true, Rank: 0, LeaseDuration: d, ProbeFailures: 3, Prober: true}
 	for _, tc := range []struct {
 		name string
 		edit func(*electionInput)
@@ -63,6 +63,12 @@ func TestDecide(t *testing.T) {
 		{name: "without working probes: the second waits its rank after expiry", edit: func(in *electionInput) {
 			in.Lease, in.Rank = held("old", d+rankDelay-time.Millisecond), 1
 		}, want: wait},
+		{name: "a standby that does not probe never takes a held lead", edit: func(in *electionInput) {
+			in.Lease, in.Rank, in.Prober = held("old", time.Hour), 5, false
+		}, want: wait},
+		{name: "a standby that does not probe takes a vacant lead after its rank", edit: func(in *electionInput) {
+			in.Lease, in.Rank, in.Prober, in.VacantFor = k8s.LocationLease{Known: true}, 5, false, 5*rankDelay
+		}, want: takeVacant},
 		{name: "a standby that cannot forward takes nothing", edit: func(in *electionInput) {
 			in.Lease, in.Forwarding = k8s.LocationLease{Known: true}, false
 		}, want: wait},
@@ -123,7 +129,7 @@ func newElectionRig(t *testing.T, self string, nodes []topology.Node) *electionR
 			return errors.New("connection refused")
 		},
 	}}
-	r.e = &election{a: a, el: r.fake}
+	r.e = newElection(a, r.fake)
 	return r
 }
 
@@ -261,6 +267,18 @@ func TestElectionAPIOutageChangesNoLeader(t *testing.T) {
 	l.steps(50)
 	if l.fake.PublishedLeads("n2") != "0:l" {
 		t.Errorf("the leader withdrew its lead during an outage: %q", l.fake.PublishedLeads("n2"))
+	}
+}
+
+func TestElectionNodeThatComesBackWithdrawsTheLeadItLeft(t *testing.T) {
+	r := newElectionRig(t, "n1", electionNodes())
+	_ = r.fake.PublishLeads(context.Background(), "n1", "3:l")
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 4})
+	r.probeOK["n2"] = true
+	r.steps(1)
+	if got := r.fake.PublishedLeads("n1"); got != "" {
+		t.Errorf("n1 came back as a standby and left its old lead %q", got)
 	}
 }
 
