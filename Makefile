@@ -41,8 +41,9 @@ bench: deps lab-bins build
 bench-quick:
 	$(GO) run ./hack/bench --quick
 
-## demo: a federation of two clusters (kilofed join), dr's echo Service exported, answered in prod by its clusterset.local name
+## demo: a federation of two lab clusters, kilofed installed in each with its Helm chart (helm install), joined with kilofed join, dr's echo Service exported and answered in prod by its clusterset.local name; torn down on exit (also on Ctrl-C)
 demo: deps lab-bins build
+	@echo "demo: binaries ready in $(BIN) and $(LAB_BINS); starting the federation (about a minute, Ctrl-C tears it down)"
 	$(BIN)/kilofed-lab demo --bin $(BIN)
 
 ## demo-mesh: the seed's cluster across two locations with kg on every node: the mesh, and a pod answered through WireGuard

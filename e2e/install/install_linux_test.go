@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,40 +37,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// helm runs the lab's helm CLI against c, with its own config and cache
-// folders.
-type helm struct {
-	t    *testing.T
-	bin  string
-	c    *lab.Cluster
-	home string
-}
-
-func newHelm(t *testing.T, c *lab.Cluster) *helm {
-	dir, err := lab.BinsDir()
+// newHelm returns the lab's helm CLI for c, its folders in a test folder.
+func newHelm(t *testing.T, c *lab.Cluster) *lab.Helm {
+	h, err := c.Helm(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "helm")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no helm in %s: run `make lab-bins`", dir)
-	}
-	return &helm{t: t, bin: bin, c: c, home: t.TempDir()}
-}
-
-func (h *helm) run(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, h.bin, append([]string{"--kubeconfig", h.c.Kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+h.home+"/cache", "HELM_CONFIG_HOME="+h.home+"/config", "HELM_DATA_HOME="+h.home+"/data")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return h
 }
 
 func chartDir(t *testing.T) string {
-	root, err := lab.RepoRoot()
+	dir, err := lab.ChartDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(root, "charts", "kilofed")
+	return dir
 }
 
 // TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes installs the chart
@@ -95,15 +75,15 @@ func TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes(t *testing.T) {
 	h := newHelm(t, c)
 	const ns = "kube-system"
 	began := time.Now()
-	out, err := h.run(ctx, "install", "kilofed", chartDir(t), "--namespace", ns, "--wait", "--timeout", "4m",
+	out, err := h.Run(ctx, "install", "kilofed", chartDir(t), "--namespace", ns, "--wait", "--timeout", "4m",
 		"--set", "mesh.subnet=10.5.0.0/16", "--set", "agent.encapsulate=never")
 	if err != nil {
-		t.Fatalf("helm install: %v\n%s\n%s", err, out, describe(ctx, c, ns))
+		t.Fatalf("helm install: %v\n%s\n%s", err, out, c.DescribeRelease(ctx, ns))
 	}
 	t.Logf("helm install --wait returned after %v:\n%s", time.Since(began).Round(time.Millisecond), out)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s", describe(context.Background(), c, ns))
+			t.Logf("%s", c.DescribeRelease(context.Background(), ns))
 		}
 	})
 
@@ -184,7 +164,7 @@ func TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes(t *testing.T) {
 	// The node-scoped admission policy, crossed from inside an agent pod
 	// with that pod's own token (in-cluster config).
 	agent := podOn(ctx, t, c, ns, "app.kubernetes.io/name=kilo", "node-beijing")
-	kubectlBin := filepath.Join(filepath.Dir(h.bin), "kubectl")
+	kubectlBin := filepath.Join(filepath.Dir(h.Bin), "kubectl")
 	b, err := c.Kubectl(ctx, "-n", ns, "exec", agent, "--", kubectlBin, "annotate", "--overwrite", "node", "node-shanghai",
 		"kilo.squat.ai/key=Lw+uB7XCFqhSLtDC+0q6Y+L6XRUkypc7OWZ8+RU6yQ0=")
 	if err == nil || !strings.Contains(err.Error(), "may not change node node-shanghai") {
@@ -197,7 +177,7 @@ func TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes(t *testing.T) {
 	}
 
 	// helm uninstall: the pods go, the agents clean up their nodes.
-	if out, err := h.run(ctx, "uninstall", "kilofed", "--namespace", ns, "--wait", "--timeout", "2m"); err != nil {
+	if out, err := h.Run(ctx, "uninstall", "kilofed", "--namespace", ns, "--wait", "--timeout", "2m"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
@@ -232,9 +212,9 @@ func TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes(t *testing.T) {
 	// deleting the kept namespace first, as a user does.
 	kubectl("delete", "namespace", "kilofed-system", "--wait", "--timeout=90s")
 	kubectl("wait", "--for=delete", "namespace/kilo-leases", "--timeout=90s")
-	if out, err := h.run(ctx, "install", "kilofed", chartDir(t), "--namespace", "kilo", "--create-namespace", "--wait", "--timeout", "4m",
+	if out, err := h.Run(ctx, "install", "kilofed", chartDir(t), "--namespace", "kilo", "--create-namespace", "--wait", "--timeout", "4m",
 		"--set", "mesh.subnet=10.5.0.0/16", "--set", "agent.encapsulate=never"); err != nil {
-		t.Fatalf("helm install -n kilo: %v\n%s\n%s", err, out, describe(ctx, c, "kilo"))
+		t.Fatalf("helm install -n kilo: %v\n%s\n%s", err, out, c.DescribeRelease(ctx, "kilo"))
 	}
 	wide = kubectl("get", "pods", "-n", "kilo", "-o", "wide")
 	t.Logf("kubectl get pods -n kilo -o wide\n%s", wide)
@@ -246,7 +226,7 @@ func TestHelmInstallRunsTheMeshAndUninstallCleansTheNodes(t *testing.T) {
 	if logs := kubectl("logs", "-n", "kilo", "-l", "app.kubernetes.io/name=kilo", "--tail", "50"); !strings.Contains(logs, "level=") {
 		t.Errorf("kubectl logs -n kilo -l app.kubernetes.io/name=kilo --tail 50 shows no kg log line:\n%s", logs)
 	}
-	if out, err := h.run(ctx, "uninstall", "kilofed", "--namespace", "kilo", "--wait", "--timeout", "2m"); err != nil {
+	if out, err := h.Run(ctx, "uninstall", "kilofed", "--namespace", "kilo", "--wait", "--timeout", "2m"); err != nil {
 		t.Fatalf("helm uninstall -n kilo: %v\n%s", err, out)
 	}
 }
@@ -273,20 +253,4 @@ func lineHas(out string, words ...string) bool {
 		}
 	}
 	return false
-}
-
-// describe is what a failed install shows: the release's pods and the
-// recent events.
-func describe(ctx context.Context, c *lab.Cluster, ns string) string {
-	var b strings.Builder
-	for _, args := range [][]string{
-		{"get", "pods", "-A", "-o", "wide"},
-		{"-n", ns, "logs", "-l", "app.kubernetes.io/name=kilo", "--tail", "20", "--prefix"},
-		{"-n", ns, "logs", "-l", "app.kubernetes.io/name=kilofed-controller", "--tail", "20", "--prefix"},
-		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-	} {
-		out, _ := c.Kubectl(ctx, args...)
-		fmt.Fprintf(&b, "$ kubectl %s\n%s\n", strings.Join(args, " "), out)
-	}
-	return b.String()
 }

@@ -92,7 +92,7 @@ func demo(ctx context.Context, logger *slog.Logger, args []string) (err error) {
 	}
 	fmt.Printf("\n== kg (%s) started on every node: --mesh-granularity=%s --encapsulate=%s, embedded WireGuard\n",
 		kg, meshOptions.Granularity, meshOptions.Encapsulate)
-	leaders, err := waitLeaders(ctx, c, as, 60*time.Second)
+	leaders, err := waitLeaders(ctx, c, as.wg, 60*time.Second)
 	if err != nil {
 		return errStep("wait for the mesh", err)
 	}

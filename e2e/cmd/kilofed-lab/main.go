@@ -2,12 +2,16 @@
 // real network on one Linux machine (see package
 // github.com/kilofed/kilofed/e2e/lab).
 //
-//	kilofed-lab demo [--bin DIR]
+//	kilofed-lab demo [--bin DIR] [--svg PATH]
 //	                             a federation: two clusters (a public location and one
-//	                             behind NAT each), kg on every node, kilofed-controller
-//	                             and CoreDNS in each, `kilofed join`, dr's echo Service
-//	                             exported, and a pod of prod answered by dr's pod through
-//	                             echo.default.svc.clusterset.local; then teardown
+//	                             behind NAT each), kilofed installed in each with its Helm
+//	                             chart (the real helm CLI; kg and kilofed-controller run
+//	                             from the chart's images), CoreDNS forwarding
+//	                             clusterset.local to the chart's kilofed-dns, `kilofed
+//	                             join`, dr's echo Service exported, a pod of prod resolving
+//	                             echo.default.svc.clusterset.local and answered by dr's
+//	                             pod; prod's topology (DOT, SVG), `kilofed status`; then
+//	                             teardown (also on failure and Ctrl-C)
 //	kilofed-lab demo-mesh [--kg PATH] [--svg PATH]
 //	                             the seed's cluster across two locations (cn-beijing,
 //	                             cn-shanghai), the real kg agent on every node: nodes,
@@ -20,8 +24,8 @@
 //	                             (one per cluster, and one with a context per cluster);
 //	                             each cluster runs CoreDNS unless -coredns=false
 //	kilofed-lab up --federation [--bin DIR]
-//	                             start the demo's clusters prod and dr with kg,
-//	                             kilofed-controller and CoreDNS, join them, keep them
+//	                             start the demo's clusters prod and dr, kilofed installed
+//	                             in each with its Helm chart, join them, keep them
 //	kilofed-lab clean            remove the leftovers of crashed runs (kfl-* namespaces,
 //	                             links, processes, temp dirs); refuses while a lab runs
 //	kilofed-lab workload ...     the pod workloads (HTTP/UDP echo, sleep, get, udp-send)
@@ -45,16 +49,18 @@ import (
 )
 
 const usage = `usage: kilofed-lab <command>
-  demo [--bin DIR]
-                   a federation of two clusters joined with kilofed join, a Service
-                   exported from one, answered in the other by its clusterset.local name
+  demo [--bin DIR] [--svg PATH]
+                   a federation of two clusters, kilofed installed in each with its Helm
+                   chart, joined with kilofed join, a Service exported from one, answered
+                   in the other by its clusterset.local name; torn down on exit
   demo-mesh [--kg PATH] [--svg PATH]
                    start the seed's two-location cluster with kg on every node, show the
                    mesh and a pod answered across locations through WireGuard, tear down
   up [-clusters N] [-kube-proxy=false] [-coredns=false] [-pod-routes=false] [--kg PATH]
                    start a lab (kg on every node with --kg) and keep it until Ctrl-C
   up --federation [--bin DIR]
-                   prod and dr joined by kilofed (as the demo, without the export), kept
+                   prod and dr, kilofed installed with its chart and joined (as the demo,
+                   without the export), kept
                    until Ctrl-C: the lab the MCS conformance suite runs against
   clean            remove the leftovers of crashed lab runs
   workload ...     run a pod workload (used by the lab's kubelet stand-in)`

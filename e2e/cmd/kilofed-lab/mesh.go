@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -121,10 +122,27 @@ func startMesh(ctx context.Context, c *lab.Cluster, kg string) (agents, error) {
 // node whose heartbeat lease turns fresh late may take over.
 const leaderSettle = 4 * time.Second
 
+// wgFunc runs `wg ARGS...` where node n's agent runs.
+type wgFunc func(ctx context.Context, n *lab.Node, args ...string) ([]byte, error)
+
+// errAgentGone is returned by a wgFunc whose agent has exited: waiting
+// longer is pointless.
+var errAgentGone = errors.New("the agent exited")
+
+// wg runs wg in the namespaces of the agent process of n.
+func (as agents) wg(ctx context.Context, n *lab.Node, args ...string) ([]byte, error) {
+	p := as[n.Name]
+	if p.Exited() {
+		return nil, fmt.Errorf("%w: kg on %s: %v\n--- last lines of %s ---\n%s", errAgentGone, n.Name, p.Err(), p.LogPath, p.Tail(20))
+	}
+	return p.NsEnter(ctx, append([]string{"wg"}, args...)...)
+}
+
 // waitLeaders waits until each location of c has exactly one node whose
 // kilo0 has WireGuard peers (one per other location), the same ones for
-// leaderSettle, and returns them in location order.
-func waitLeaders(ctx context.Context, c *lab.Cluster, as agents, within time.Duration) ([]*lab.Node, error) {
+// leaderSettle, and returns them in location order. wg runs wg where each
+// node's agent runs.
+func waitLeaders(ctx context.Context, c *lab.Cluster, wg wgFunc, within time.Duration) ([]*lab.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	want := len(c.Locations()) - 1
@@ -136,11 +154,10 @@ func waitLeaders(ctx context.Context, c *lab.Cluster, as agents, within time.Dur
 		for _, loc := range c.Locations() {
 			var found []string
 			for _, n := range loc.Nodes() {
-				p := as[n.Name]
-				if p.Exited() {
-					return nil, fmt.Errorf("kg on %s exited: %v\n--- last lines of %s ---\n%s", n.Name, p.Err(), p.LogPath, p.Tail(20))
+				out, err := wg(ctx, n, "show", lab.AgentLink, "peers")
+				if errors.Is(err, errAgentGone) {
+					return nil, err
 				}
-				out, err := p.NsEnter(ctx, "wg", "show", lab.AgentLink, "peers")
 				if err == nil && want > 0 && len(strings.Fields(string(out))) == want {
 					found = append(found, n.Name)
 					leaders = append(leaders, n)

@@ -24,7 +24,7 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 	coreDNS := fs.Bool("coredns", true, "run CoreDNS as each cluster's DNS (kube-dns ClusterIP .10 of the service CIDR; needs -kube-proxy)")
 	podRoutes := fs.Bool("pod-routes", true, "install host-gw pod routes inside each location (default false with --kg: kg routes)")
 	kgPath := fs.String("kg", "", "run this kg agent binary on every node (default: no agents)")
-	federation := fs.Bool("federation", false, "start the demo's two clusters prod and dr with kg, kilofed-controller and CoreDNS, joined with kilofed join (what the MCS conformance suite runs against)")
+	federation := fs.Bool("federation", false, "start the demo's two clusters prod and dr, kilofed installed in each with its Helm chart, joined with kilofed join (what the MCS conformance suite runs against)")
 	binFlag := fs.String("bin", "", "with --federation: folder of kg, kilofed and kilofed-controller (default: next to kilofed-lab)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,7 +66,7 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
-			leaders, err := waitLeaders(ctx, c, as, 90*time.Second)
+			leaders, err := waitLeaders(ctx, c, as.wg, 90*time.Second)
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w%s", c.Name, err, agentTails(as))
 			}
@@ -80,37 +80,34 @@ func up(ctx context.Context, logger *slog.Logger, args []string) error {
 	return keepUp(ctx, l)
 }
 
-// upFederation starts the federation demo's lab, joins prod and dr, and
-// keeps it until ctx ends.
+// upFederation starts the federation demo's lab, installs kilofed in
+// prod and dr with its Helm chart, joins them, and keeps them until ctx
+// ends.
 func upFederation(ctx context.Context, logger *slog.Logger, binDir string) error {
 	bins, err := federationBinaries(binDir)
 	if err != nil {
 		return err
 	}
-	root, err := lab.RepoRoot()
-	if err != nil {
-		return fmt.Errorf("run kilofed-lab up --federation from the kilofed repository (it applies the CRDs from there): %w", err)
-	}
+	p := progress{began: time.Now()}
 	l, err := lab.Start(ctx, federationSpec(), labOptions(logger)...)
 	if err != nil {
 		return err
 	}
 	fmt.Println(l.Describe())
-	all := agents{}
-	if err := federate(ctx, l, root, bins, all); err != nil {
-		return errors.Join(fmt.Errorf("%w%s", err, agentTails(all)), l.Close())
+	if err := federate(ctx, l, bins, p); err != nil {
+		return errors.Join(err, l.Close())
 	}
 	kubeconfig, err := l.Kubeconfig()
 	if err != nil {
 		return errors.Join(err, l.Close())
 	}
-	fmt.Println("\n$ kilofed --context prod join dr")
+	p.step("$ kilofed --context prod join dr")
 	join := exec.CommandContext(ctx, bins["kilofed"], "--kubeconfig", kubeconfig, "--context", "prod", "join", "dr", "--wait=2m")
 	join.Stdout, join.Stderr = os.Stdout, os.Stdout
 	if err := join.Run(); err != nil {
 		return errors.Join(fmt.Errorf("kilofed join: %w", err), l.Close())
 	}
-	fmt.Printf("kg logs: %s/logs; kilofed-controller logs: %s/logs/kilofed-controller-<cluster>.log\n", l.Dir, l.Dir)
+	fmt.Printf("kilofed runs from its chart (release kilofed in %s): kubectl --context CLUSTER -n %s logs -l app.kubernetes.io/name=kilo (or =kilofed-controller)\n", releaseNamespace, releaseNamespace)
 	fmt.Printf("MCS conformance suite (kubernetes-sigs/mcs-api, folder conformance): go test . -args -kubeconfig=%s -contexts=dr,prod\n", kubeconfig)
 	return keepUp(ctx, l)
 }

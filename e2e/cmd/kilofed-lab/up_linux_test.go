@@ -29,19 +29,7 @@ import (
 // reaches its own cluster, whose kube-dns Service (CoreDNS) has the .10
 // ClusterIP; Ctrl-C tears the lab down.
 func TestUpPrintsAKubeconfigWithAContextPerCluster(t *testing.T) {
-	if err := lab.Preflight(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the lab cannot run on this machine (CI=true): %v", err)
-		}
-		t.Skipf("the lab cannot run on this machine: %v", err)
-	}
-	bin := filepath.Join(os.Getenv("KILOFED_BIN"), "kilofed-lab")
-	if st, err := os.Stat(bin); os.Getenv("KILOFED_BIN") == "" || err != nil || st.IsDir() {
-		bin = filepath.Join(t.TempDir(), "kilofed-lab")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := kilofedLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "up", "-clusters", "2")
@@ -119,6 +107,27 @@ func TestUpPrintsAKubeconfigWithAContextPerCluster(t *testing.T) {
 	if err != nil {
 		t.Errorf("kilofed-lab up after Ctrl-C: %v", err)
 	}
+}
+
+// kilofedLab skips (fails in CI) where the lab cannot run, and returns a
+// kilofed-lab binary: $KILOFED_BIN/kilofed-lab, else one built from this
+// package.
+func kilofedLab(t *testing.T) string {
+	t.Helper()
+	if err := lab.Preflight(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the lab cannot run on this machine (CI=true): %v", err)
+		}
+		t.Skipf("the lab cannot run on this machine: %v", err)
+	}
+	bin := filepath.Join(os.Getenv("KILOFED_BIN"), "kilofed-lab")
+	if st, err := os.Stat(bin); os.Getenv("KILOFED_BIN") == "" || err != nil || st.IsDir() {
+		bin = filepath.Join(t.TempDir(), "kilofed-lab")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	return bin
 }
 
 // syncBuffer is a strings.Builder safe for one writer and one reader.
