@@ -158,10 +158,27 @@ func slicesSortEndpoints(eps []ssv1.Endpoint) {
 	})
 }
 
+// published is an ExportedService as servicesync last wrote it, with the
+// resourceVersion of the API server's answer.
+type published struct {
+	spec    ssv1.ExportedServiceSpec
+	version string
+}
+
 // publish makes the ExportedServices of kilofed-system exactly those of
-// exports, writing only those that changed.
+// exports, writing only those that differ from the live ones: changed
+// specs, and objects someone else changed or deleted since servicesync
+// wrote them (their resourceVersion moved).
 func (s *Syncer) publish(ctx context.Context, exports []localExport) error {
 	c := s.cfg.Local
+	var have ssv1.ExportedServiceList
+	if err := c.List(ctx, &have, client.InNamespace(ssv1.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+		return fmt.Errorf("list ExportedServices: %w", err)
+	}
+	live := map[string]string{}
+	for _, e := range have.Items {
+		live[e.Name] = e.ResourceVersion
+	}
 	want := map[string]bool{}
 	for _, le := range exports {
 		if le.spec == nil {
@@ -169,7 +186,7 @@ func (s *Syncer) publish(ctx context.Context, exports []localExport) error {
 		}
 		name := ssv1.ObjectName(le.spec.Namespace, le.spec.Name)
 		want[name] = true
-		if old, ok := s.published[name]; ok && reflect.DeepEqual(old, *le.spec) {
+		if old, ok := s.published[name]; ok && reflect.DeepEqual(old.spec, *le.spec) && live[name] == old.version {
 			continue
 		}
 		obj := &ssv1.ExportedService{
@@ -178,14 +195,13 @@ func (s *Syncer) publish(ctx context.Context, exports []localExport) error {
 			Spec:       *le.spec,
 		}
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			delete(s.published, name)
 			return fmt.Errorf("publish ExportedService %s: %w", name, err)
 		}
-		s.published[name] = *le.spec
-		s.log.Info("export published", "service", le.spec.Namespace+"/"+le.spec.Name, "endpoints", countEndpoints(*le.spec))
-	}
-	var have ssv1.ExportedServiceList
-	if err := c.List(ctx, &have, client.InNamespace(ssv1.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
-		return fmt.Errorf("list ExportedServices: %w", err)
+		if old, ok := s.published[name]; !ok || !reflect.DeepEqual(old.spec, *le.spec) {
+			s.log.Info("export published", "service", le.spec.Namespace+"/"+le.spec.Name, "endpoints", countEndpoints(*le.spec))
+		}
+		s.published[name] = published{spec: *le.spec, version: obj.ResourceVersion}
 	}
 	for i := range have.Items {
 		e := &have.Items[i]

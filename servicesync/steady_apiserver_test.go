@@ -29,7 +29,8 @@ import (
 // conditions are written, a further poll writes nothing and sends no
 // request at all (its reads come from informers; before, every poll read
 // every export, its Service and slices, and every import, one request
-// each). The ServiceExport CRD has no status
+// each), also across resyncs: an object is written again only when it
+// differs from the live one (TestDriftIsRepaired). The ServiceExport CRD has no status
 // subresource, so writing its conditions bumps its generation: conditions
 // stamped with the new generation differ from those written, and, before,
 // every poll patched every export again (BenchmarkServicesyncScale counted
@@ -68,7 +69,8 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := servicesync.New(servicesync.Config{Local: local, ClusterID: "prod", Ranges: discover.Options{ServiceCIDRs: []netip.Prefix{c.services}}})
+	s, err := servicesync.New(servicesync.Config{Local: local, ClusterID: "prod", Ranges: discover.Options{ServiceCIDRs: []netip.Prefix{c.services}},
+		Resync: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		if err := s.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(150 * time.Millisecond) // polls across resyncs (300 ms)
 	}
 	if n := writes.Load() - before; n != 0 {
 		var now mcsv1beta1.ServiceExport
@@ -126,4 +129,101 @@ func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 		w.all.Add(1)
 	}
 	return w.rt.RoundTrip(r)
+}
+
+// TestDriftIsRepaired proves that what servicesync wrote is written again
+// when someone else changes or deletes it: a derived Service's label edited
+// by hand, an imported EndpointSlice deleted, an ExportedService deleted.
+func TestDriftIsRepaired(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
+		}
+		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
+	}
+	ctx := t.Context()
+	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
+	t.Cleanup(func() { _ = c.env.Stop() })
+	admin := c.admin.Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ssv1.Namespace}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-x1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.10.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(80))}}},
+		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}},
+	} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := servicesync.NewLocalClient(ctx, c.admin.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := servicesync.New(servicesync.Config{Local: local, ClusterID: "prod", Ranges: discover.Options{ServiceCIDRs: []netip.Prefix{c.services}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived := client.ObjectKey{Namespace: "app", Name: servicesync.DerivedName("web")}
+	// until polls until ok holds, at most 50 polls 100 ms apart.
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for poll := 0; ; poll++ {
+			if err := s.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ok() {
+				return
+			}
+			if poll == 50 {
+				t.Fatalf("after 50 polls: %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	slices := func() []discoveryv1.EndpointSlice {
+		var l discoveryv1.EndpointSliceList
+		if err := admin.List(ctx, &l, client.InNamespace("app"), client.MatchingLabels{discoveryv1.LabelManagedBy: servicesync.EndpointSliceManager}); err != nil {
+			t.Fatal(err)
+		}
+		return l.Items
+	}
+	exported := func() bool {
+		var l ssv1.ExportedServiceList
+		if err := admin.List(ctx, &l, client.InNamespace(ssv1.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items) == 1
+	}
+	labelled := func() bool {
+		var svc corev1.Service
+		return admin.Get(ctx, derived, &svc) == nil && svc.Labels[mcsv1beta1.LabelServiceName] == "web"
+	}
+	until("imported", func() bool { return labelled() && len(slices()) == 1 && exported() })
+
+	var svc corev1.Service
+	if err := admin.Get(ctx, derived, &svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Labels[mcsv1beta1.LabelServiceName] = "edited-by-hand"
+	if err := admin.Update(ctx, &svc); err != nil {
+		t.Fatal(err)
+	}
+	until("the derived Service's label edited by hand is not written back", labelled)
+
+	sl := slices()[0]
+	if err := admin.Delete(ctx, &sl); err != nil {
+		t.Fatal(err)
+	}
+	until("the imported EndpointSlice deleted by hand is not written back", func() bool { return len(slices()) == 1 })
+
+	if err := admin.DeleteAllOf(ctx, &ssv1.ExportedService{}, client.InNamespace(ssv1.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	until("the ExportedService deleted by hand is not published again", exported)
 }

@@ -69,7 +69,7 @@ type Syncer struct {
 	log *slog.Logger
 
 	remotes   map[string]*remote
-	published map[string]ssv1.ExportedServiceSpec
+	published map[string]published
 	written   map[string]written
 	// replaced holds the UIDs of the derived Services deleted to be
 	// replaced, so that a read still answering one is taken as stale.
@@ -81,8 +81,11 @@ type Syncer struct {
 }
 
 // written is an object as servicesync last wrote it and as the API server
-// answered.
-type written struct{ want, got []byte }
+// answered, with the resourceVersion of that answer.
+type written struct {
+	want, got []byte
+	version   string
+}
 
 // New returns a Syncer.
 func New(cfg Config) (*Syncer, error) {
@@ -102,7 +105,7 @@ func New(cfg Config) (*Syncer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Syncer{cfg: cfg, log: cfg.Logger.With("component", "servicesync"), remotes: map[string]*remote{},
-		published: map[string]ssv1.ExportedServiceSpec{}, written: map[string]written{}, replaced: map[types.UID]bool{}}, nil
+		published: map[string]published{}, written: map[string]written{}, replaced: map[types.UID]bool{}}, nil
 }
 
 // Run syncs every Poll until ctx ends.
@@ -131,7 +134,8 @@ func (s *Syncer) Step(ctx context.Context) error {
 	c := s.cfg.Local
 	now := s.cfg.Now()
 	if now.After(s.resyncAt) {
-		s.written, s.published = map[string]written{}, map[string]ssv1.ExportedServiceSpec{}
+		// Objects are compared with the live ones at every poll (apply,
+		// publish): the resync only reads the ranges again.
 		s.replaced = map[types.UID]bool{} // reads lag by a watch event, not by a resync
 		s.resyncAt = now.Add(s.cfg.Resync)
 	}
@@ -312,7 +316,11 @@ func (s *Syncer) logRefused(k string, refused []merge.Refusal) {
 }
 
 // apply server-side applies obj unless it is what was last written and
-// the resync is not due; obj then holds the API server's answer.
+// the live object is still the one that write made (same resourceVersion:
+// nobody changed or deleted it since); obj then holds the API server's
+// answer. With NewLocalClient the live object is read from an informer: a
+// poll at rest sends no request, and an object changed by someone else is
+// written back at the next poll.
 func (s *Syncer) apply(ctx context.Context, obj client.Object, kind string) error {
 	key := kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
 	want, err := json.Marshal(obj)
@@ -320,7 +328,10 @@ func (s *Syncer) apply(ctx context.Context, obj client.Object, kind string) erro
 		return err
 	}
 	if w, ok := s.written[key]; ok && string(w.want) == string(want) {
-		return json.Unmarshal(w.got, obj)
+		live, _ := obj.DeepCopyObject().(client.Object)
+		if err := s.cfg.Local.Get(ctx, client.ObjectKeyFromObject(obj), live); err == nil && live.GetResourceVersion() == w.version {
+			return json.Unmarshal(w.got, obj)
+		}
 	}
 	if err := s.cfg.Local.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		delete(s.written, key)
@@ -330,6 +341,6 @@ func (s *Syncer) apply(ctx context.Context, obj client.Object, kind string) erro
 	if err != nil {
 		return err
 	}
-	s.written[key] = written{want: want, got: got}
+	s.written[key] = written{want: want, got: got, version: obj.GetResourceVersion()}
 	return nil
 }
