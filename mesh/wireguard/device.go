@@ -78,8 +78,11 @@ const (
 	DefaultInFlight = 128
 	// DefaultMemoryLimit is the Go memory limit an embedded wireguard-go
 	// device sets for its process: the garbage collector works harder
-	// near it instead of letting the heap double.
-	DefaultMemoryLimit = 48 << 20
+	// near it instead of letting the heap double. About 24 MiB of
+	// wireguard-go's read buffers are always live; 40 and 48 MiB left the
+	// collector running so often that throughput halved
+	// (docs/performance.md, Data plane).
+	DefaultMemoryLimit = 56 << 20
 )
 
 // Mode says which WireGuard implementation backs a Device.
