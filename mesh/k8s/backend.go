@@ -69,10 +69,11 @@ type Config struct {
 	// LeaseDuration is how long a node stays Ready after this process saw
 	// its Lease renewed; zero means 3 s. Agents renew every third of it.
 	LeaseDuration time.Duration
-	// Election is how leaders are chosen: ElectionNodeLeases (empty) reads
-	// every node's heartbeat Lease for Node.Ready; ElectionLocation starts
-	// no Lease watch of its own (FollowLocation watches one election Lease)
-	// and marks Ready the node that leads its location by LeadsAnnotation.
+	// Election is how leaders are chosen: ElectionNodeLeases reads every
+	// node's heartbeat Lease for Node.Ready; ElectionLocation starts no
+	// Lease watch of its own (FollowLocation watches one election Lease)
+	// and marks Ready the node that leads its location by LeadsAnnotation;
+	// empty is ElectionAuto (both, for clients that only read the mesh).
 	Election Election
 	// Logger receives the client's logs; nil discards them.
 	Logger *slog.Logger
@@ -251,17 +252,26 @@ func (c *Client) Snapshot() ([]topology.Node, []topology.Peer, []Problem) {
 	)
 	for _, obj := range c.nodes.GetStore().List() {
 		n, errs := NodeFromObject(obj.(*corev1.Node), c.opts)
-		if c.cfg.Election != ElectionLocation {
-			n.Ready = n.Ready && ready[n.Name]
-			n.Since = since[n.Name]
-		}
 		nodes = append(nodes, n)
 		problems = appendProblems(problems, topology.KindNode, n.Name, errs...)
 	}
-	if c.cfg.Election == ElectionLocation {
-		leaders, bad := electedLeaders(nodes, c.leadsAnnotations())
+	// A location whose nodes publish kilofed.io/leads is led as they say
+	// (ElectionLocation, and ElectionAuto for readers); the others by the
+	// heartbeat Leases (ElectionNodeLeases, ElectionAuto).
+	var leaders map[string]string
+	if c.cfg.Election != ElectionNodeLeases {
+		var bad []Problem
+		leaders, bad = electedLeaders(nodes, c.leadsAnnotations())
 		markElected(nodes, leaders)
 		problems = append(problems, bad...)
+	}
+	if c.cfg.Election != ElectionLocation {
+		for i := range nodes {
+			if _, elected := leaders[nodes[i].Location]; !elected {
+				nodes[i].Ready = nodes[i].Ready && ready[nodes[i].Name]
+				nodes[i].Since = since[nodes[i].Name]
+			}
+		}
 	}
 	for _, obj := range c.peers.GetStore().List() {
 		p := obj.(*v1alpha1.Peer)

@@ -37,14 +37,19 @@ const (
 	// publishes LeadsAnnotation on its Node, which every agent reads (L
 	// writes and N watch events per renewal period).
 	ElectionLocation Election = "location"
+	// ElectionAuto is for the clients that only read the mesh (kgctl,
+	// kilofed-controller), whatever mode its agents run: the heartbeat
+	// Leases are watched as with ElectionNodeLeases, and a location whose
+	// nodes publish LeadsAnnotation is led as they say (ElectionLocation).
+	ElectionAuto Election = "auto"
 )
 
-// ParseElection returns the Election named s ("" is ElectionNodeLeases).
+// ParseElection returns the Election named s ("" is ElectionAuto).
 func ParseElection(s string) (Election, error) {
 	switch e := Election(s); e {
-	case "", ElectionNodeLeases:
-		return ElectionNodeLeases, nil
-	case ElectionLocation:
+	case "":
+		return ElectionAuto, nil
+	case ElectionNodeLeases, ElectionLocation, ElectionAuto:
 		return e, nil
 	}
 	return "", fmt.Errorf("leader election %q: want %s or %s", s, ElectionLocation, ElectionNodeLeases)

@@ -164,6 +164,15 @@ func TestLocationElectionClient(t *testing.T) {
 			p2, _ := byName(nodes, "p2")
 			return p2.Ready && !p1.Ready
 		})
+		// A reader of the mesh (kgctl, kilofed-controller: Election empty)
+		// sees the same leader without knowing the agents' mode.
+		reader, err := k8s.New(ctx, k8s.Config{RESTConfig: env.Config, LeaseDuration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "the reader sees p2 alone ready in paris", func() bool {
+			return ready(reader, "p2") && !ready(reader, "p1")
+		})
 		eventually(t, 5*time.Second, "b1's claim on paris reported", func() bool {
 			_, _, problems := c3.Snapshot()
 			for _, p := range problems {

@@ -55,6 +55,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Election == "" {
+		o.Election = k8s.ElectionNodeLeases
+	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = k8s.DefaultLeaseDuration
 	}
@@ -132,7 +135,7 @@ func StartAgent(ctx context.Context, cfg *rest.Config, l Layout, i int, o Option
 // connected and running.
 func Start(ctx context.Context, cfg *rest.Config, l Layout, idx []int, o Options) (*Fleet, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &Fleet{cancel: cancel, reg: prometheus.NewRegistry(), election: o.Election}
+	f := &Fleet{cancel: cancel, reg: prometheus.NewRegistry(), election: o.withDefaults().Election}
 	o.metrics = agent.NewMetrics(f.reg)
 	type started struct {
 		i   int
