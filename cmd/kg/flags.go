@@ -143,8 +143,8 @@ func parseFlags(args []string) (options, error) {
 	if o.version {
 		return o, errVersion
 	}
-	if _, err := k8s.ParseElection(o.leaderElection); err != nil {
-		return o, fmt.Errorf("--leader-election: %w", err)
+	if e := k8s.Election(o.leaderElection); e != k8s.ElectionLocation && e != k8s.ElectionNodeLeases {
+		return o, fmt.Errorf("--leader-election %q: want %s or %s", o.leaderElection, k8s.ElectionLocation, k8s.ElectionNodeLeases)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: kg takes flags only (see kg --help)", fs.Arg(0))

@@ -237,7 +237,8 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		{"port", "--port=70000", "--port 70000"},
 		{"internal CIDR", "--internal-cidr=10.0.1.10", `--internal-cidr "10.0.1.10"`},
 		{"positional argument", "serve", `unexpected argument "serve"`},
-		{"leader election", "--leader-election=raft", `--leader-election: leader election "raft": want location or node-leases`},
+		{"leader election", "--leader-election=raft", `--leader-election "raft": want location or node-leases`},
+		{"leader election of the readers", "--leader-election=auto", `--leader-election "auto": want location or node-leases`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseFlags([]string{"--hostname=n1", tc.arg})

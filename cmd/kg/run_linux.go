@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,6 +137,13 @@ func newBackend(ctx context.Context, o options, topo *topology.Options, log *slo
 	})
 	if err != nil {
 		return nil, err
+	}
+	if k8s.Election(o.leaderElection) == k8s.ElectionNodeLeases {
+		// A lead published by an earlier run with the location election
+		// would mislead the readers of the mesh (kgctl, kilofed-controller).
+		if err := backend.PublishLeads(ctx, o.hostname, ""); err != nil {
+			log.Warn("lead of an earlier run not withdrawn", "err", err)
+		}
 	}
 	if len(topo.ServiceCIDRs) == 0 {
 		if topo.ServiceCIDRs, err = backend.ServiceCIDRs(ctx); err != nil {
@@ -306,7 +314,7 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		InternalIP:           addrs.internal,
 		InternalIP6:          addrs.internal6,
 		HeartbeatPeriod:      o.leaseDuration / 3,
-		Forwarding:           func() error { return forwarding(ctx, addrs.underlay, dp.dev) },
+		Forwarding:           func() error { return forwarding(ctx, addrs.underlay, o.iface, dp.dev) },
 		Device:               dp.dev,
 		Links:                links{},
 		Router:               dp.router,
@@ -390,18 +398,51 @@ func (dp *dataplane) close(ctx context.Context, o options, log *slog.Logger) {
 
 // forwarding is the node's own data-plane check before each heartbeat: its
 // underlay link is up with carrier, and its WireGuard device answers.
-func forwarding(ctx context.Context, underlay string, dev wireguard.Device) error {
+func forwarding(ctx context.Context, underlay, wgLink string, dev wireguard.Device) error {
 	up, err := link.OperUp(underlay)
 	if err != nil {
 		return err
 	}
-	if !up {
-		return fmt.Errorf("underlay link %s is down", underlay)
-	}
+	wgUp, wgErr := link.OperUp(wgLink)
+	ipForward, fwErr := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if _, err := dev.Show(ctx); err != nil {
-		return fmt.Errorf("WireGuard device does not answer: %w", err)
+	var showErr error
+	if up {
+		_, showErr = dev.Show(ctx)
+	}
+	return forwardingState{underlay: underlay, underlayUp: up, wgLink: wgLink, wgUp: wgUp, wgErr: wgErr,
+		ipForward: string(ipForward), ipForwardErr: fwErr, showErr: showErr}.err()
+}
+
+// forwardingState is what forwarding found.
+type forwardingState struct {
+	underlay     string
+	underlayUp   bool
+	wgLink       string
+	wgUp         bool
+	wgErr        error
+	ipForward    string
+	ipForwardErr error
+	showErr      error
+}
+
+// err says why a node in state s cannot forward, nil when it can: its
+// underlay link is up, its WireGuard link is up and its device answers,
+// and IPv4 forwarding is on (a leader with kilo0 down or forwarding off
+// is Ready but drops its location's traffic, Kilo's issue 489).
+func (s forwardingState) err() error {
+	switch {
+	case !s.underlayUp:
+		return fmt.Errorf("underlay link %s is down", s.underlay)
+	case s.wgErr != nil:
+		return fmt.Errorf("WireGuard link %s: %w", s.wgLink, s.wgErr)
+	case !s.wgUp:
+		return fmt.Errorf("WireGuard link %s is down", s.wgLink)
+	case s.showErr != nil:
+		return fmt.Errorf("WireGuard device does not answer: %w", s.showErr)
+	case s.ipForwardErr == nil && strings.TrimSpace(s.ipForward) == "0":
+		return errors.New("IPv4 forwarding is off (net.ipv4.ip_forward = 0)")
 	}
 	return nil
 }

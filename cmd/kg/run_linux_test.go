@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -55,5 +57,31 @@ func TestFlagsReachTheAgentConfig(t *testing.T) {
 	o, _ = parseFlags([]string{"--hostname=node-beijing"})
 	if cfg := agentConfig(t.Context(), o, topology.Options{}, wgconf.SecretKey{}, nil, addrs, &dataplane{}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler)); cfg.IPTablesForwardRules || cfg.ServeGraph {
 		t.Errorf("defaults: forward rules %v, graph %v; want both off", cfg.IPTablesForwardRules, cfg.ServeGraph)
+	}
+}
+
+func TestForwardingStateSaysWhyTheNodeCannotForward(t *testing.T) {
+	ok := forwardingState{underlay: "eth0", underlayUp: true, wgLink: "kilo0", wgUp: true, ipForward: "1\n"}
+	for _, tc := range []struct {
+		name string
+		edit func(*forwardingState)
+		want string
+	}{
+		{name: "forwards", edit: func(*forwardingState) {}},
+		{name: "underlay down", edit: func(s *forwardingState) { s.underlayUp = false }, want: "underlay link eth0 is down"},
+		{name: "kilo0 down (Kilo issue 489)", edit: func(s *forwardingState) { s.wgUp = false }, want: "WireGuard link kilo0 is down"},
+		{name: "kilo0 gone", edit: func(s *forwardingState) { s.wgErr = errors.New("Link not found") }, want: "WireGuard link kilo0: Link not found"},
+		{name: "device does not answer", edit: func(s *forwardingState) { s.showErr = errors.New("timeout") }, want: "WireGuard device does not answer: timeout"},
+		{name: "forwarding off (Kilo issue 489)", edit: func(s *forwardingState) { s.ipForward = "0\n" }, want: "IPv4 forwarding is off (net.ipv4.ip_forward = 0)"},
+		{name: "forwarding unreadable: not held against the node", edit: func(s *forwardingState) { s.ipForward, s.ipForwardErr = "", errors.New("EACCES") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok
+			tc.edit(&s)
+			err := s.err()
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("err() = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
