@@ -4,6 +4,7 @@ package mesh
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,9 +149,10 @@ func boolInt(b bool) int {
 const failoverBound = 10 * time.Second
 
 // failover waits until loc has one leader that pods of other locations
-// reach the other node of loc through, kills (or cuts off) that leader, and
-// measures how long until a pod on the other node of loc answers again from
-// a pod in another location and from a pod behind NAT. It fails t when
+// reach the other node of loc through, kills that leader (or cuts it off
+// its LAN, or turns its IPv4 forwarding off), and measures how long until
+// a pod on the other node of loc answers again from a pod in another
+// location and from a pod behind NAT. It fails t when
 // traffic is not back within bound.
 func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as agents, ips map[string]string, loc, how string, bound time.Duration) time.Duration {
 	leader := waitLeaderOf(ctx, t, c, as, loc, 60*time.Second)
@@ -177,6 +179,13 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 			t.Fatalf("cut %s off its LAN: %v", leader.Name, err)
 		}
 		defer func() { _ = leader.Up() }()
+	case "forwarding-off":
+		// Ready, its agent alive, its links up, but it drops what it
+		// should forward (Kilo's issue 489).
+		if err := setIPForward(ctx, leader, false); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = setIPForward(context.WithoutCancel(ctx), leader, true) }()
 	}
 	restored := map[string]time.Duration{}
 	for deadline := start.Add(bound); len(restored) < 2 && time.Now().Before(deadline); {
@@ -205,6 +214,19 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 	t.Logf("leader %s of %s (%s): traffic to %s restored from scaleway after %v, from behind NAT after %v",
 		leader.Name, loc, how, survivor.Name, restored["echo-scw-1"].Round(time.Millisecond), restored["echo-dc-1"].Round(time.Millisecond))
 	return worst
+}
+
+// setIPForward turns IPv4 forwarding on or off in node n's namespace.
+func setIPForward(ctx context.Context, n *lab.Node, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.Netns, "sh", "-c", "echo "+v+" > /proc/sys/net/ipv4/ip_forward").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip_forward=%s on %s: %v: %s", v, n.Name, err, out)
+	}
+	return nil
 }
 
 // waitLeaderOf waits until exactly one node of loc holds WireGuard peers
@@ -236,7 +258,7 @@ func waitLeaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, 
 
 func TestMeshLeaderFailover(t *testing.T) {
 	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 8*time.Minute)
-	for _, how := range []string{"kill", "cut"} {
+	for _, how := range []string{"kill", "cut", "forwarding-off"} {
 		t.Run(how, func(t *testing.T) {
 			as := startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
 			checkAllPairs(ctx, t, l, c, map[string]string{"echo-scw-1": ips["echo-scw-1"], "echo-aws-2": ips["echo-aws-2"]}, 60*time.Second)
