@@ -18,8 +18,8 @@ import (
 const defaultCNIPath = "/etc/cni/net.d/10-kilo.conflist"
 
 // defaultLeaderElection is --leader-election's default (a variable so that
-// a build can try the other mode: -ldflags -X main.defaultLeaderElection=location).
-var defaultLeaderElection = string(k8s.ElectionNodeLeases)
+// a build can try the other mode: -ldflags -X main.defaultLeaderElection=node-leases).
+var defaultLeaderElection = string(k8s.ElectionLocation)
 
 // options are kg's flags.
 type options struct {
