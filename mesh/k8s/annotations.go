@@ -83,3 +83,19 @@ const (
 
 // LeaseName returns the name of node's heartbeat Lease.
 func LeaseName(node string) string { return LeasePrefix + node }
+
+// Location election (ElectionLocation).
+const (
+	// LeadsAnnotation is published by a location's leader on its own Node
+	// (ElectionLocation): "<term>:<location>", the term being the
+	// leaseTransitions of the location's election Lease when the node took
+	// it. Every agent takes, per location, the node with the highest term
+	// whose own location is the one it names, so that the annotation a dead
+	// leader left behind loses to its successor's.
+	LeadsAnnotation = "kilofed.io/leads"
+	// LocationLeasePrefix starts the name of every location's election Lease.
+	LocationLeasePrefix = "kilo-location-"
+	// ElectionLabel marks the location election Leases; its value is the
+	// sanitized location.
+	ElectionLabel = "kilo.squat.ai/election"
+)

@@ -55,21 +55,6 @@ func ParseElection(s string) (Election, error) {
 	return "", fmt.Errorf("leader election %q: want %s or %s", s, ElectionLocation, ElectionNodeLeases)
 }
 
-const (
-	// LeadsAnnotation is published by a location's leader on its own Node
-	// (ElectionLocation): "<term>:<location>", the term being the
-	// leaseTransitions of the location's election Lease when the node took
-	// it. Every agent takes, per location, the node with the highest term
-	// whose own location is the one it names, so that the annotation a dead
-	// leader left behind loses to its successor's.
-	LeadsAnnotation = "kilofed.io/leads"
-	// LocationLeasePrefix starts the name of every location's election Lease.
-	LocationLeasePrefix = "kilo-location-"
-	// ElectionLabel marks the location election Leases; its value is the
-	// sanitized location.
-	ElectionLabel = "kilo.squat.ai/election"
-)
-
 // LocationLeaseName returns the name of loc's election Lease:
 // LocationLeasePrefix, loc lower-cased with what a name may not hold
 // replaced by '-' (at most 40 characters), '-' and 8 hex digits of loc's
