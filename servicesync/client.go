@@ -3,6 +3,7 @@ package servicesync
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,10 +24,10 @@ import (
 // NewLocalClient returns the client of the local API server that
 // servicesync reads and writes through: its reads come from informers
 // (started on first use and synced before they answer), so that a poll costs
-// no request and only changes are written. ExportedServices are watched in
-// kilofed-system only. Secrets (the joined clusters' credentials), Peers,
-// ServiceCIDRs and the ClusterProperty are read directly: they are read
-// rarely, and caching them would need wider rights. The informers run
+// no request and only changes are written. ExportedServices and Secrets
+// (the joined clusters' credentials) are watched in kilofed-system only.
+// Peers, ServiceCIDRs and the ClusterProperty are read directly: they are
+// read rarely, and caching them would need wider rights. The informers run
 // until ctx ends.
 //
 // Reads from the informers may lag servicesync's own writes by a watch
@@ -39,26 +40,40 @@ func NewLocalClient(ctx context.Context, cfg *rest.Config) (client.Client, error
 	scheme := Scheme()
 	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
 		&ssv1.ExportedService{}: {Namespaces: map[string]cache.Config{ssv1.Namespace: {}}},
+		&corev1.Secret{}:        {Namespaces: map[string]cache.Config{fedv1.Namespace: {}}},
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("servicesync informers: %w", err)
 	}
-	go func() { _ = ca.Start(ctx) }()
-	// Every informer is started and synced here, so that missing rights
-	// fail the start with the kind named, not a later read silently.
+	// Every informer is registered, started and synced here, so that
+	// missing rights fail the start with the kinds named, not a later read.
+	var kinds []string
+	var informers []cache.Informer
 	for _, obj := range []client.Object{&mcsv1beta1.ServiceExport{}, &mcsv1beta1.ServiceImport{}, &corev1.Service{},
-		&discoveryv1.EndpointSlice{}, &corev1.Namespace{}, &corev1.Node{}, &ssv1.ExportedService{}, &fedv1.RemoteCluster{}} {
-		wctx, cancel := context.WithTimeout(ctx, syncTimeout)
-		_, err := ca.GetInformer(wctx, obj)
-		cancel()
+		&discoveryv1.EndpointSlice{}, &corev1.Namespace{}, &corev1.Node{}, &ssv1.ExportedService{}, &fedv1.RemoteCluster{}, &corev1.Secret{}} {
+		inf, err := ca.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
-			gvk, _ := apiutil.GVKForObject(obj, scheme)
-			return nil, fmt.Errorf("servicesync cannot list and watch %s within %v (check kilofed-controller's RBAC and that the CRD is installed): %w", gvk.Kind, syncTimeout, err)
+			return nil, fmt.Errorf("servicesync informers: %w", err)
 		}
+		gvk, _ := apiutil.GVKForObject(obj, scheme)
+		kinds, informers = append(kinds, gvk.Kind), append(informers, inf)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	wctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	synced := ca.WaitForCacheSync(wctx)
+	cancel()
+	if !synced {
+		var missing []string
+		for i, inf := range informers {
+			if !inf.HasSynced() {
+				missing = append(missing, kinds[i])
+			}
+		}
+		return nil, fmt.Errorf("servicesync cannot list and watch %s within %v: check kilofed-controller's RBAC (the chart's ClusterRole kilofed-controller) and that the CRDs are installed", strings.Join(missing, ", "), syncTimeout)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
 		Reader: ca,
-		DisableFor: []client.Object{&corev1.Secret{}, &kilov1alpha1.Peer{}, &networkingv1.ServiceCIDR{},
+		DisableFor: []client.Object{&kilov1alpha1.Peer{}, &networkingv1.ServiceCIDR{},
 			&aboutv1.ClusterProperty{}},
 	}})
 	if err != nil {

@@ -8,11 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 	"github.com/kilofed/kilofed/servicesync"
 )
+
+// controller-runtime's logs (the informers') are not the tests' concern.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // TestLocalClientWithoutRightsFailsNamingTheKind proves that the informers
 // of servicesync's client are synced when it is made: a controller whose

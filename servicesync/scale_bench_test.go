@@ -20,14 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	fedv1 "github.com/kilofed/kilofed/federation/apis/federation/v1alpha1"
@@ -104,7 +102,6 @@ func BenchmarkServicesyncScale(b *testing.B) {
 		}
 		rates = append(rates, r)
 	}
-	ctrllog.SetLogger(logr.Discard())
 	for range b.N {
 		samples := map[string]map[int][]scaleSample{}
 		for _, rate := range rates {

@@ -90,6 +90,7 @@ var servicesyncRules = struct{ cluster, system []rbacv1.PolicyRule }{
 	},
 	system: []rbacv1.PolicyRule{
 		{APIGroups: []string{"federation.kilofed.io"}, Resources: []string{"exportedservices"}, Verbs: []string{"list", "watch", "create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}},
 	},
 }
 

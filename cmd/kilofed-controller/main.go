@@ -21,11 +21,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kilofed/kilofed/federation/controller"
 	"github.com/kilofed/kilofed/federation/discover"
@@ -105,6 +107,8 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// controller-runtime's own logs (servicesync's informers) go to the same log.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	topo, ranges, err := o.meshOptions()
 	if err != nil {
 		return err
