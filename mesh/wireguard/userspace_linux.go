@@ -4,9 +4,11 @@ package wireguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/conn"
@@ -107,6 +109,12 @@ func (u *userspace) serve() {
 func (u *userspace) close() error {
 	close(u.closed)
 	err := u.uapi.Close()
+	if errors.Is(err, os.ErrClosed) {
+		// wireguard-go's listener cancels its watcher of the socket file
+		// through a pipe that the watcher closes when it ends first: the
+		// listener is closed all the same.
+		err = nil
+	}
 	<-u.done
 	u.dev.Close()
 	return err
