@@ -69,6 +69,19 @@ func publicNode(n topology.Node) bool {
 	return false
 }
 
+// outranks reports whether node a's preference (the kilo.squat.ai/leader
+// annotation, then a public endpoint) is strictly above node b's; false
+// when either is not in nodes.
+func outranks(nodes []topology.Node, a, b string) bool {
+	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == a })
+	j := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == b })
+	if i < 0 || j < 0 {
+		return false
+	}
+	x, y := nodes[i], nodes[j]
+	return cmp.Or(boolFirst(x.Leader, y.Leader), boolFirst(publicNode(x), publicNode(y))) < 0
+}
+
 func boolFirst(a, b bool) int {
 	switch {
 	case a == b:
@@ -107,6 +120,10 @@ type electionInput struct {
 	Prober bool
 	// ProbeFailures is DefaultProbeFailures or its replacement.
 	ProbeFailures int
+	// Outranks says that this node's preference is strictly above the
+	// holder's: the kilo.squat.ai/leader annotation it lacks, or else a
+	// public endpoint it lacks.
+	Outranks bool
 }
 
 // electionAction is what one election step does.
@@ -126,10 +143,14 @@ const (
 	// takeExpired takes the Lease from a holder that stopped renewing it
 	// while probes do not tell (they never worked during its term).
 	takeExpired
+	// takePreferred takes the Lease from a live holder that this node
+	// outranks (the leader annotation, a public endpoint), as Kilo's
+	// annotation makes a node the leader.
+	takePreferred
 )
 
 func (a electionAction) String() string {
-	return [...]string{"wait", "renew", "release", "take vacant lease", "take lease of a leader that does not answer probes", "take expired lease"}[a]
+	return [...]string{"wait", "renew", "release", "take vacant lease", "take lease of a leader that does not answer probes", "take expired lease", "take lease of a leader this node outranks (kilo.squat.ai/leader, public endpoint)"}[a]
 }
 
 // decide returns what a node does in one election step: the holder renews
@@ -137,9 +158,12 @@ func (a electionAction) String() string {
 // forward takes a vacant lead after a delay of its rank, and, if it is one
 // of the best standbys (Prober), a held one only when the holder fails the
 // probes (the best standby first), or, when probes never worked during the
-// holder's term, once the holder stopped renewing for a lease duration. A live holder is never preempted, so a
-// node that comes back does not take the lead from a working one, and an
-// API outage, which stops renewals but not probes, changes no leader.
+// holder's term, once the holder stopped renewing for a lease duration. A
+// live holder is preempted only by the best standby when it outranks the
+// holder (the kilo.squat.ai/leader annotation, then a public endpoint, as
+// in Kilo and in the node-leases order); among equals a node that comes back
+// does not take the lead from a working one, and an API outage, which stops
+// renewals but not probes, changes no leader.
 func decide(in electionInput) electionAction {
 	if !in.Lease.Known {
 		return wait
@@ -159,6 +183,8 @@ func decide(in electionInput) electionAction {
 		if in.VacantFor >= delay {
 			return takeVacant
 		}
+	case in.Outranks && in.Rank == 0:
+		return takePreferred
 	case !in.Prober:
 	case in.ProbeArmed && in.Failures >= in.ProbeFailures+in.Rank:
 		return takeDead
@@ -297,6 +323,7 @@ func (e *election) step(ctx context.Context, now time.Time) {
 		Lease: l, Self: self, Trusted: trusted, Forwarding: forwarding, Rank: rank,
 		LeaseDuration: a.cfg.LeaseDuration, ProbeArmed: e.armed, Failures: e.failures,
 		ProbeFailures: a.cfg.ProbeFailures, Prober: rank >= 0 && rank < probers,
+		Outranks: trusted && outranks(nodes, self, l.Holder),
 	}
 	if !e.vacant.IsZero() {
 		in.VacantFor = now.Sub(e.vacant)

@@ -44,6 +44,15 @@ func TestDecide(t *testing.T) {
 		{name: "released lease", edit: func(in *electionInput) { in.Lease = held("", 0) }, want: takeVacant},
 		{name: "held by a node of another location: as if vacant", edit: func(in *electionInput) { in.Lease, in.Trusted = held("intruder", 0), false }, want: takeVacant},
 		{name: "a live holder keeps the lead (sticky)", edit: func(in *electionInput) { in.Lease, in.ProbeArmed = held("old", 0), true }, want: wait},
+		{name: "a node annotated kilo.squat.ai/leader (or public) takes a held lead from a holder below it, as in Kilo", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Outranks = held("old", 0), true, true
+		}, want: takePreferred},
+		{name: "a preferred node that cannot forward does not take the lead", edit: func(in *electionInput) {
+			in.Lease, in.Outranks, in.Forwarding = held("old", 0), true, false
+		}, want: wait},
+		{name: "only the best standby takes a held lead by preference", edit: func(in *electionInput) {
+			in.Lease, in.Outranks, in.Rank = held("old", 0), true, 1
+		}, want: wait},
 		{name: "a holder answering probes keeps the lead while its renewals stop (API outage)", edit: func(in *electionInput) {
 			in.Lease, in.ProbeArmed = held("old", time.Minute), true
 		}, want: wait},
@@ -320,5 +329,30 @@ func TestHTTPProbeAsksTheLeaderWhetherItForwards(t *testing.T) {
 	srv.Close()
 	if err := probe(ctx, leader); err == nil {
 		t.Error("probe of a leader whose agent is gone succeeded")
+	}
+}
+
+func TestOutranksByLeaderAnnotationThenPublicEndpoint(t *testing.T) {
+	ext := netip.MustParseAddr("203.0.113.9")
+	nodes := []topology.Node{
+		{Name: "annotated", Leader: true},
+		{Name: "public", ExternalIP: ext},
+		{Name: "public2", ExternalIP: ext},
+		{Name: "plain"},
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"annotated", "public", true},
+		{"public", "annotated", false},
+		{"public", "plain", true},
+		{"public", "public2", false},
+		{"plain", "plain", false},
+		{"annotated", "gone", false},
+	} {
+		if got := outranks(nodes, tc.a, tc.b); got != tc.want {
+			t.Errorf("outranks(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
