@@ -36,7 +36,14 @@ import (
 // syncTimeout bounds the first list of each informer of NewLocalClient.
 var syncTimeout = 30 * time.Second
 
-func NewLocalClient(ctx context.Context, cfg *rest.Config) (client.Client, error) {
+func NewLocalClient(ctx context.Context, cfg *rest.Config) (_ client.Client, err error) {
+	// The informers of a failed attempt stop with it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	scheme := Scheme()
 	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
 		&ssv1.ExportedService{}: {Namespaces: map[string]cache.Config{ssv1.Namespace: {}}},

@@ -179,19 +179,36 @@ func newController(ctx context.Context, cfg controller.Config, poll time.Duratio
 }
 
 // startServicesync runs servicesync beside the federation controller
-// until ctx ends.
+// until ctx ends. Its informers need the MCS CRDs and the rights to list
+// and watch what it reads: until they sync, it says why every
+// servicesyncRetry and tries again, while federation runs on.
 func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discover.Options, o options, log *slog.Logger) error {
-	c, err := servicesync.NewLocalClient(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	s, err := servicesync.New(servicesync.Config{Local: c, ClusterID: id, Ranges: r, Poll: o.poll, Resync: o.resync, WithdrawAfter: o.withdrawAfter, Logger: log})
-	if err != nil {
-		return err
-	}
-	go func() { _ = s.Run(ctx) }()
+	go func() {
+		for {
+			c, err := servicesync.NewLocalClient(ctx, cfg)
+			if err == nil {
+				s, err := servicesync.New(servicesync.Config{Local: c, ClusterID: id, Ranges: r, Poll: o.poll, Resync: o.resync, WithdrawAfter: o.withdrawAfter, Logger: log})
+				if err != nil {
+					log.Error("servicesync not started", "err", err)
+					return
+				}
+				_ = s.Run(ctx)
+				return
+			}
+			log.Warn("servicesync not started yet: federation runs without it; retrying", "err", err, "retry_in", servicesyncRetry)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(servicesyncRetry):
+			}
+		}
+	}()
 	return nil
 }
+
+// servicesyncRetry is how often servicesync tries again to start its
+// informers (a missing CRD, missing rights).
+const servicesyncRetry = 30 * time.Second
 
 func (o options) meshOptions() (topology.Options, discover.Options, error) {
 	var r discover.Options
