@@ -1,9 +1,6 @@
 package servicesync_test
 
 import (
-	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
 	"github.com/kilofed/kilofed/servicesync"
 )
 
@@ -25,14 +21,7 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 // start with the kind named and where to look, instead of reads that hang
 // later.
 func TestLocalClientWithoutRightsFailsNamingTheKind(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
-		}
-		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
-	}
-	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
-	t.Cleanup(func() { _ = c.env.Stop() })
+	c := startExportedWeb(t)
 	defer servicesync.SetSyncTimeout(2 * time.Second)()
 	cfg := rest.CopyConfig(c.admin.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:no-rights"}

@@ -36,32 +36,9 @@ import (
 // every poll patched every export again (BenchmarkServicesyncScale counted
 // one patch per export per poll).
 func TestSteadyStateWritesNothing(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
-		}
-		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
-	}
 	ctx := t.Context()
-	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
-	t.Cleanup(func() { _ = c.env.Stop() })
+	c := startExportedWeb(t)
 	admin := c.admin.Client
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ssv1.Namespace}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
-		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-x1", Labels: map[string]string{
-			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.10.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(80))}}},
-		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}},
-	} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var writes, requests atomic.Int64
 	cfg := rest.CopyConfig(c.admin.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes, &requests} }
@@ -114,6 +91,48 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	}
 }
 
+// webService is the Service web of namespace app, headless or not.
+func webService(headless bool) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	if headless {
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	return svc
+}
+
+// startExportedWeb starts one real API server (the lab's, through envtest,
+// with servicesync's CRDs; the test skips without the lab binaries, fails
+// without them in CI) holding the Service app/web, its EndpointSlice of one
+// ready endpoint and its ServiceExport. It is stopped with the test.
+func startExportedWeb(t *testing.T) *scaleCluster {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
+		}
+		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
+	}
+	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
+	t.Cleanup(func() { _ = c.env.Stop() })
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ssv1.Namespace}},
+		webService(false),
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-x1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.10.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(80))}}},
+		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}},
+	} {
+		if err := c.admin.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
 // writeCounter counts the requests that are not reads (n) and all requests
 // but watches (all).
 type writeCounter struct {
@@ -135,32 +154,9 @@ func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // when someone else changes or deletes it: a derived Service's label edited
 // by hand, an imported EndpointSlice deleted, an ExportedService deleted.
 func TestDriftIsRepaired(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(k8stest.BinsDir(), "kube-apiserver")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no kube-apiserver in %s: %v (make lab-bins)", k8stest.BinsDir(), err)
-		}
-		t.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
-	}
 	ctx := t.Context()
-	c := startScaleCluster(t, "prod", netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), "10.4.0.1/16")
-	t.Cleanup(func() { _ = c.env.Stop() })
+	c := startExportedWeb(t)
 	admin := c.admin.Client
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ssv1.Namespace}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
-		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-x1", Labels: map[string]string{
-			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.10.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(80))}}},
-		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}},
-	} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	local, err := servicesync.NewLocalClient(ctx, c.admin.Config)
 	if err != nil {
 		t.Fatal(err)
