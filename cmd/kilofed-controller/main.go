@@ -149,9 +149,7 @@ func run(ctx context.Context, o options) error {
 		}
 		log.Info("kilofed-controller started", "cluster", ctl.ID(), "listen", o.listen)
 		if o.servicesync {
-			if err := startServicesync(ctx, cfg, ctl.ID(), ranges, o, log); err != nil {
-				return err
-			}
+			startServicesync(ctx, cfg, ctl.ID(), ranges, o, log)
 		}
 		return ctl.Run(ctx)
 	})
@@ -182,7 +180,7 @@ func newController(ctx context.Context, cfg controller.Config, poll time.Duratio
 // until ctx ends. Its informers need the MCS CRDs and the rights to list
 // and watch what it reads: until they sync, it says why every
 // servicesyncRetry and tries again, while federation runs on.
-func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discover.Options, o options, log *slog.Logger) error {
+func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discover.Options, o options, log *slog.Logger) {
 	go func() {
 		for {
 			c, err := servicesync.NewLocalClient(ctx, cfg)
@@ -203,7 +201,6 @@ func startServicesync(ctx context.Context, cfg *rest.Config, id string, r discov
 			}
 		}
 	}()
-	return nil
 }
 
 // servicesyncRetry is how often servicesync tries again to start its
