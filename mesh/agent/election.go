@@ -69,17 +69,16 @@ func publicNode(n topology.Node) bool {
 	return false
 }
 
-// outranks reports whether node a's preference (the kilo.squat.ai/leader
-// annotation, then a public endpoint) is strictly above node b's; false
-// when either is not in nodes.
-func outranks(nodes []topology.Node, a, b string) bool {
-	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == a })
-	j := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == b })
-	if i < 0 || j < 0 {
+// outranks reports whether node n's preference (the kilo.squat.ai/leader
+// annotation, then a public endpoint) is strictly above that of the node
+// named holder; false when holder is not in nodes.
+func outranks(n topology.Node, nodes []topology.Node, holder string) bool {
+	j := slices.IndexFunc(nodes, func(m topology.Node) bool { return m.Name == holder })
+	if j < 0 {
 		return false
 	}
-	x, y := nodes[i], nodes[j]
-	return cmp.Or(boolFirst(x.Leader, y.Leader), boolFirst(publicNode(x), publicNode(y))) < 0
+	h := nodes[j]
+	return cmp.Or(boolFirst(n.Leader, h.Leader), boolFirst(publicNode(n), publicNode(h))) < 0
 }
 
 func boolFirst(a, b bool) int {
@@ -323,7 +322,7 @@ func (e *election) step(ctx context.Context, now time.Time) {
 		Lease: l, Self: self, Trusted: trusted, Forwarding: forwarding, Rank: rank,
 		LeaseDuration: a.cfg.LeaseDuration, ProbeArmed: e.armed, Failures: e.failures,
 		ProbeFailures: a.cfg.ProbeFailures, Prober: rank >= 0 && rank < probers,
-		Outranks: trusted && outranks(nodes, self, l.Holder),
+		Outranks: trusted && outranks(nodes[i], nodes, l.Holder),
 	}
 	if !e.vacant.IsZero() {
 		in.VacantFor = now.Sub(e.vacant)

@@ -341,18 +341,19 @@ func TestOutranksByLeaderAnnotationThenPublicEndpoint(t *testing.T) {
 		{Name: "plain"},
 	}
 	for _, tc := range []struct {
-		a, b string
+		a    int
+		b    string
 		want bool
 	}{
-		{"annotated", "public", true},
-		{"public", "annotated", false},
-		{"public", "plain", true},
-		{"public", "public2", false},
-		{"plain", "plain", false},
-		{"annotated", "gone", false},
+		{0, "public", true},
+		{1, "annotated", false},
+		{1, "plain", true},
+		{1, "public2", false},
+		{3, "plain", false},
+		{0, "gone", false},
 	} {
-		if got := outranks(nodes, tc.a, tc.b); got != tc.want {
-			t.Errorf("outranks(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := outranks(nodes[tc.a], nodes, tc.b); got != tc.want {
+			t.Errorf("outranks(%s, %s) = %v, want %v", nodes[tc.a].Name, tc.b, got, tc.want)
 		}
 	}
 }
