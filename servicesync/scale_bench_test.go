@@ -95,46 +95,46 @@ func BenchmarkServicesyncScale(b *testing.B) {
 		}
 		b.Skipf("no kube-apiserver in %s (make lab-bins)", k8stest.BinsDir())
 	}
-	var rates []string
+	var clients []string
 	for _, r := range strings.Split(*scaleClients, ",") {
 		if r = strings.TrimSpace(r); r != "informers" && r != "direct" {
 			b.Fatalf("-servicesync.clients %q: %q is neither informers nor direct", *scaleClients, r)
 		}
-		rates = append(rates, r)
+		clients = append(clients, r)
 	}
 	for range b.N {
 		samples := map[string]map[int][]scaleSample{}
-		for _, rate := range rates {
-			samples[rate] = map[int][]scaleSample{}
+		for _, cl := range clients {
+			samples[cl] = map[int][]scaleSample{}
 		}
 		for run := range *scaleRuns {
 			for _, n := range sizes {
-				for _, rate := range rates {
-					s := scaleRun(b, n, rate == "direct")
+				for _, cl := range clients {
+					s := scaleRun(b, n, cl == "direct")
 					b.Logf("run %d, %d services, %s client: converged in %.1f s (exports created in %.1f s), %.0f objects/s, %d requests, %.1f steady requests/s, heap %.1f MB (idle %.1f MB), rss %.1f MB",
-						run+1, n, rate, s.converge, s.create, s.objectsPerSec, s.requests, s.steadyRPS, s.heapMB, s.idleHeapMB, s.rssMB)
-					samples[rate][n] = append(samples[rate][n], s)
+						run+1, n, cl, s.converge, s.create, s.objectsPerSec, s.requests, s.steadyRPS, s.heapMB, s.idleHeapMB, s.rssMB)
+					samples[cl][n] = append(samples[cl][n], s)
 				}
 			}
 		}
 		b.StopTimer()
-		for _, rate := range rates {
-			scaleReport(b, rate, sizes, samples[rate])
+		for _, cl := range clients {
+			scaleReport(b, cl, sizes, samples[cl])
 		}
 	}
 }
 
-// scaleReport reports one rate limit's samples by size: medians, min and
+// scaleReport reports one client's samples by size: medians, min and
 // max, with -direct after the direct client's units.
-func scaleReport(b *testing.B, rate string, sizes []int, samples map[int][]scaleSample) {
+func scaleReport(b *testing.B, cl string, sizes []int, samples map[int][]scaleSample) {
 	suffix := ""
-	if rate == "direct" {
+	if cl == "direct" {
 		suffix = "-direct"
 	}
 	// go test keeps 10 lines of a benchmark's log: one a run above,
 	// then the requests of the last run of each size, and the growth.
 	for _, n := range sizes {
-		b.Log(rate, samples[n][len(samples[n])-1].kinds)
+		b.Log(cl, samples[n][len(samples[n])-1].kinds)
 	}
 	med := map[int]float64{}
 	for _, n := range sizes {
@@ -162,7 +162,7 @@ func scaleReport(b *testing.B, rate string, sizes []int, samples map[int][]scale
 		report("rss-MB", func(s scaleSample) float64 { return s.rssMB })
 	}
 	if lo, hi := slices.Min(sizes), slices.Max(sizes); lo != hi && med[lo] > 0 {
-		b.Logf("%s client: converge time, %d services / %d services: %.2f (%d times the services)", rate, hi, lo, med[hi]/med[lo], hi/lo)
+		b.Logf("%s client: converge time, %d services / %d services: %.2f (%d times the services)", cl, hi, lo, med[hi]/med[lo], hi/lo)
 	}
 }
 
