@@ -357,3 +357,47 @@ func TestDNSEndpointsAreResolvedAndKeptWhenDNSFails(t *testing.T) {
 		t.Errorf("when DNS fails, endpoint = %v, want the last address %v", got, want)
 	}
 }
+
+// hookResolver answers from r after calling during.
+type hookResolver struct {
+	r      fakeResolver
+	during func()
+}
+
+func (h hookResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	h.during()
+	return h.r.LookupNetIP(ctx, network, host)
+}
+
+// TestElectionSeesNodesOnlyOnceTheirEndpointsAreResolved proves that the
+// nodes the election step reads (lastNodes, from another goroutine) are
+// never the snapshot the reconciliation is still filling in: resolving a
+// DNS endpoint writes into it, a data race with the election's reads.
+func TestElectionSeesNodesOnlyOnceTheirEndpointsAreResolved(t *testing.T) {
+	r := newRig(t, "node-beijing", 1)
+	nodes := seedNodes(t)
+	nodes[1].Endpoint = &topology.Endpoint{DNS: "node-1.example.com", Port: 51820}
+	var unresolved []string
+	r.agent.cfg.Resolver = hookResolver{
+		r: fakeResolver{"node-1.example.com": {netip.MustParseAddr("198.51.100.1")}},
+		during: func() {
+			for _, n := range r.agent.lastNodes() {
+				if n.Endpoint != nil && n.Endpoint.DNS != "" && !n.Endpoint.Addr.IsValid() {
+					unresolved = append(unresolved, n.Name)
+				}
+			}
+		},
+	}
+	r.backend.Set(nodes, nil, nil)
+	for range 2 {
+		if err := r.agent.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(unresolved) > 0 {
+		t.Errorf("lastNodes returned the snapshot being resolved (unresolved endpoints of %v)", unresolved)
+	}
+	if got := r.agent.lastNodes(); len(got) != len(nodes) {
+		t.Errorf("lastNodes has %d nodes after the reconciliation, want %d", len(got), len(nodes))
+	}
+}

@@ -25,10 +25,12 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		a.nudge.forget()
 	}
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
+	a.resolveEndpoints(ctx, nodes, peers)
+	// Published only now: the election step reads them from its own
+	// goroutine, and resolving writes into them.
 	a.mu.Lock()
 	a.nodes = nodes
 	a.mu.Unlock()
-	a.resolveEndpoints(ctx, nodes, peers)
 	topo, err := topology.New(nodes, peers, a.cfg.Topology)
 	if err != nil {
 		steps.add(stepTopology, "compute topology", err)
