@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -170,22 +171,33 @@ func parallel(ctx context.Context, n, width int, f func(int) error) error {
 }
 
 // Writer stands in for the agents of nodes that are API objects only: it
-// renews their heartbeat Leases as their agents would, and churns their
-// Nodes. It is a plain client with no rate limit and no informer, so that
-// it costs the measured process and the API server little beyond the
-// writes themselves.
+// renews the Leases their agents would (each node's heartbeat Lease with
+// --leader-election=node-leases, CreateLeases; each location's election
+// Lease, held by one of them, with --leader-election=location,
+// CreateLocationLeases), and churns their Nodes. It is a plain client with
+// no rate limit and no informer, so that it costs the measured process and
+// the API server little beyond the writes themselves.
 type Writer struct {
 	kube      kubernetes.Interface
 	namespace string
 	duration  time.Duration
 	nodes     []int
 	mu        sync.Mutex
-	leases    map[int]*coordinationv1.Lease
+	// slots are the Leases it renews.
+	slots []*leaseSlot
 
 	// Renewals and Churned count the Lease renewals and Node updates done;
 	// Errors the failed writes; Late the renewals skipped because the
 	// previous ones had not returned yet (the API server is behind).
 	Renewals, Churned, Errors, Late atomic.Int64
+}
+
+// leaseSlot is one Lease the Writer renews as its holder would.
+type leaseSlot struct {
+	name, holder string
+	// lease is the Lease as last written (guarded by Writer.mu); nil when
+	// it must be read again.
+	lease *coordinationv1.Lease
 }
 
 // NewWriter returns a Writer for Nodes idx, whose Leases last duration
@@ -202,13 +214,14 @@ func NewWriter(cfg *rest.Config, idx []int, duration time.Duration) (*Writer, er
 	if duration <= 0 {
 		duration = k8s.DefaultLeaseDuration
 	}
-	return &Writer{kube: kube, namespace: k8s.DefaultLeaseNamespace, duration: duration, nodes: idx, leases: map[int]*coordinationv1.Lease{}}, nil
+	return &Writer{kube: kube, namespace: k8s.DefaultLeaseNamespace, duration: duration, nodes: idx}, nil
 }
 
 // CreateLeases creates the nodes' heartbeat Leases, owned by their Nodes,
-// as their agents' first heartbeat does.
+// as their agents' first heartbeat does with --leader-election=node-leases.
 func (w *Writer) CreateLeases(ctx context.Context) error {
-	return parallel(ctx, len(w.nodes), 16, func(k int) error {
+	slots := make([]*leaseSlot, len(w.nodes))
+	err := parallel(ctx, len(w.nodes), 16, func(k int) error {
 		i := w.nodes[k]
 		n, err := w.kube.CoreV1().Nodes().Get(ctx, NodeName(i), metav1.GetOptions{})
 		if err != nil {
@@ -223,13 +236,72 @@ func (w *Writer) CreateLeases(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w.mu.Lock()
-		w.leases[i] = out
-		w.mu.Unlock()
+		slots[k] = &leaseSlot{name: out.Name, holder: n.Name, lease: out}
 		return nil
 	})
+	w.addSlots(slots)
+	return err
 }
 
+// CreateLocationLeases makes the cluster one that runs
+// --leader-election=location, led by the Writer's nodes: for every
+// location of l that has one of them, the first of them (in the Writer's
+// order) leads it, as its agent does once elected: it holds the
+// location's election Lease (k8s.LocationLeaseName, created at term 0 as
+// a first election creates it) and publishes kilofed.io/leads with that
+// term on its Node. It returns the leaders by location; RenewLeases then
+// renews their Leases. No heartbeat Lease is written.
+func (w *Writer) CreateLocationLeases(ctx context.Context, l Layout) (map[string]string, error) {
+	leaders := map[string]string{}
+	for _, i := range w.nodes {
+		if loc := l.Location(i); leaders[loc] == "" {
+			leaders[loc] = NodeName(i)
+		}
+	}
+	var slots []*leaseSlot
+	api := w.kube.CoordinationV1().Leases(w.namespace)
+	for _, loc := range l.LocationNames() {
+		leader, ok := leaders[loc]
+		if !ok {
+			continue
+		}
+		name := k8s.LocationLeaseName(loc)
+		// The label's value is the sanitized location, the part of the
+		// name between the prefix and the hash ("-" and 8 hex digits).
+		label := name[len(k8s.LocationLeasePrefix) : len(name)-9]
+		term := int32(0)
+		le := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, Labels: map[string]string{k8s.ElectionLabel: label}},
+			Spec:       coordinationv1.LeaseSpec{LeaseTransitions: &term},
+		}
+		w.renew(le, leader)
+		out, err := api.Create(ctx, le, metav1.CreateOptions{FieldManager: k8s.FieldManager})
+		if err != nil {
+			return nil, err
+		}
+		v := k8s.Leads{Term: *out.Spec.LeaseTransitions, Location: loc}.String()
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, k8s.LeadsAnnotation, v)
+		if _, err := w.kube.CoreV1().Nodes().Patch(ctx, leader, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: k8s.FieldManager}); err != nil {
+			return nil, err
+		}
+		slots = append(slots, &leaseSlot{name: name, holder: leader, lease: out})
+	}
+	w.addSlots(slots)
+	return leaders, nil
+}
+
+func (w *Writer) addSlots(slots []*leaseSlot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range slots {
+		if s != nil {
+			w.slots = append(w.slots, s)
+		}
+	}
+}
+
+// renew makes holder the holder of l, renewed now (a Lease it holds
+// already keeps its term and acquire time).
 func (w *Writer) renew(l *coordinationv1.Lease, holder string) {
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(math.Ceil(w.duration.Seconds()))
@@ -239,18 +311,24 @@ func (w *Writer) renew(l *coordinationv1.Lease, holder string) {
 	}
 }
 
-// RenewLeases renews every Lease once per period, spread evenly over the
-// period, until ctx ends.
+// RenewLeases renews every Lease created so far once per period, spread
+// evenly over the period, until ctx ends.
 func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
 	const slot = 10 * time.Millisecond
-	work := make(chan int, len(w.nodes))
+	w.mu.Lock()
+	slots := slices.Clone(w.slots)
+	w.mu.Unlock()
+	if len(slots) == 0 {
+		return
+	}
+	work := make(chan *leaseSlot, len(slots))
 	var wg sync.WaitGroup
-	for range 64 {
+	for range min(64, len(slots)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range work {
-				w.renewOne(ctx, i)
+			for s := range work {
+				w.renewOne(ctx, s)
 			}
 		}()
 	}
@@ -264,10 +342,10 @@ func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			due := int(float64(len(w.nodes)) * float64(now.Sub(start)) / float64(period))
+			due := int(float64(len(slots)) * float64(now.Sub(start)) / float64(period))
 			for ; sent < due; sent++ {
 				select {
-				case work <- w.nodes[sent%len(w.nodes)]:
+				case work <- slots[sent%len(slots)]:
 				default: // the API server is behind: skip, as a late agent would
 					w.Late.Add(1)
 				}
@@ -276,21 +354,23 @@ func (w *Writer) RenewLeases(ctx context.Context, period time.Duration) {
 	}
 }
 
-func (w *Writer) renewOne(ctx context.Context, i int) {
+// renewOne renews s's Lease, conditional on the version last written, as
+// its holder's agent does; after a conflict it reads the Lease again.
+func (w *Writer) renewOne(ctx context.Context, s *leaseSlot) {
 	w.mu.Lock()
-	l := w.leases[i]
+	l := s.lease
 	w.mu.Unlock()
 	api := w.kube.CoordinationV1().Leases(w.namespace)
 	var err error
 	if l != nil {
 		l = l.DeepCopy()
-		w.renew(l, NodeName(i))
+		w.renew(l, s.holder)
 		l, err = api.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.FieldManager})
 	}
 	if l == nil || apierrors.IsConflict(err) {
-		l, err = api.Get(ctx, k8s.LeaseName(NodeName(i)), metav1.GetOptions{})
+		l, err = api.Get(ctx, s.name, metav1.GetOptions{})
 		if err == nil {
-			w.renew(l, NodeName(i))
+			w.renew(l, s.holder)
 			l, err = api.Update(ctx, l, metav1.UpdateOptions{FieldManager: k8s.FieldManager})
 		}
 	}
@@ -303,7 +383,7 @@ func (w *Writer) renewOne(ctx context.Context, i int) {
 		w.Renewals.Add(1)
 	}
 	w.mu.Lock()
-	w.leases[i] = l
+	s.lease = l
 	w.mu.Unlock()
 }
 

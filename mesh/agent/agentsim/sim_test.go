@@ -2,6 +2,7 @@ package agentsim
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -178,5 +179,162 @@ func TestSimulatedAgentsElectOneLeaderPerLocationWithLocationLeases(t *testing.T
 		if got := holders[k8s.LocationLeaseName(loc)]; got != leader.Name {
 			t.Errorf("location %s: leader %s, its election Lease held by %q", loc, leader.Name, got)
 		}
+	}
+}
+
+// TestWriterInLocationModeWritesWhatALocationModeClusterHas: a Writer for
+// Nodes that are API objects only, in location mode (CreateLocationLeases),
+// writes exactly what a cluster running --leader-election=location has: one
+// election Lease per location, held by one of that location's nodes, whose
+// Node carries kilofed.io/leads with the Lease's term, and no heartbeat
+// Lease; it renews them; and an agent running the location election
+// converges with them: one leader per location, the Writer's, the lead of
+// its own location left to the Writer's leader (sticky), and no Lease of
+// its own written.
+func TestWriterInLocationModeWritesWhatALocationModeClusterHas(t *testing.T) {
+	env := k8stest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 9
+	l := Layout{Locations: 3}
+	agents, objects := []int{0}, []int{1, 2, 3, 4, 5, 6, 7, 8}
+	pub, err := l.Published(n, Options{}.withDefaults().Topology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateNodes(ctx, kube, slices.Concat(agents, objects), pub); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(env.Config, objects, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders, err := w.CreateLocationLeases(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first object-only node of each location leads it: node 0, the
+	// agent, is in loc-00, so node 3 leads there.
+	want := map[string]string{"loc-00": NodeName(3), "loc-01": NodeName(1), "loc-02": NodeName(2)}
+	if !maps.Equal(leaders, want) {
+		t.Fatalf("CreateLocationLeases: leaders %v, want %v", leaders, want)
+	}
+
+	// checkCluster checks the Leases and annotations of a location-mode
+	// cluster led by want, and returns the Leases' renew times.
+	checkCluster := func() map[string]time.Time {
+		t.Helper()
+		leases, err := kube.CoordinationV1().Leases(k8s.DefaultLeaseNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms, renewed := map[string]int32{}, map[string]time.Time{}
+		for _, le := range leases.Items {
+			loc := ""
+			for _, c := range l.LocationNames() {
+				if le.Name == k8s.LocationLeaseName(c) {
+					loc = c
+				}
+			}
+			if loc == "" {
+				t.Errorf("Lease %s written: want only the locations' election Leases (no heartbeat Lease)", le.Name)
+				continue
+			}
+			if le.Labels[k8s.LeaseLabel] != "" || le.Labels[k8s.ElectionLabel] != loc {
+				t.Errorf("Lease %s: labels %v, want %s=%s alone", le.Name, le.Labels, k8s.ElectionLabel, loc)
+			}
+			if h := le.Spec.HolderIdentity; h == nil || *h != want[loc] {
+				t.Errorf("Lease %s: holder %v, want %s", le.Name, h, want[loc])
+			}
+			if d := le.Spec.LeaseDurationSeconds; d == nil || *d != int32(k8s.DefaultLeaseDuration/time.Second) {
+				t.Errorf("Lease %s: duration %v s, want %v", le.Name, d, k8s.DefaultLeaseDuration)
+			}
+			if le.Spec.LeaseTransitions == nil || le.Spec.RenewTime == nil || le.Spec.AcquireTime == nil {
+				t.Errorf("Lease %s: spec %+v, want a term, an acquire and a renew time", le.Name, le.Spec)
+				continue
+			}
+			terms[loc], renewed[loc] = *le.Spec.LeaseTransitions, le.Spec.RenewTime.Time
+		}
+		if len(terms) != len(want) {
+			t.Errorf("election Leases of %v, want one for each of %v", terms, l.LocationNames())
+		}
+		nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leading := map[string]string{}
+		for _, nd := range nodes.Items {
+			v, ok := nd.Annotations[k8s.LeadsAnnotation]
+			if !ok {
+				continue
+			}
+			ld, err := k8s.ParseLeads(v)
+			if err != nil {
+				t.Errorf("node %s: %v", nd.Name, err)
+				continue
+			}
+			if loc := nd.Labels[k8s.DefaultTopologyLabel]; ld.Location != loc || ld.Term != terms[loc] {
+				t.Errorf("node %s in %s: %s=%q, want %d:%s (its location's Lease term)", nd.Name, loc, k8s.LeadsAnnotation, v, terms[loc], loc)
+			}
+			leading[ld.Location] = nd.Name
+		}
+		if !maps.Equal(leading, want) {
+			t.Errorf("nodes carrying %s: %v, want the leaders %v alone", k8s.LeadsAnnotation, leading, want)
+		}
+		return renewed
+	}
+	first := checkCluster()
+
+	wctx, stopWriter := context.WithCancel(ctx)
+	defer stopWriter()
+	go w.RenewLeases(wctx, k8s.DefaultLeaseDuration/3)
+	f, err := Start(ctx, env.Config, l, agents, Options{Election: k8s.ElectionLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	if err := f.WaitConverged(ctx, n, l.LocationNames()); err != nil {
+		t.Fatal(err)
+	}
+	a := f.Agents[0]
+	topo := a.Agent.Topology()
+	for loc, leader := range want {
+		if got, _ := topo.Leader(loc); got.Name != leader {
+			t.Errorf("agent's leader of %s: %s, want the Writer's %s", loc, got.Name, leader)
+		}
+	}
+	nodes, _, _ := a.Client.Snapshot()
+	for _, nd := range nodes {
+		if nd.Ready != (want[nd.Location] == nd.Name) {
+			t.Errorf("agent's snapshot: %s in %s ready %v, want only the Writer's leader %s ready", nd.Name, nd.Location, nd.Ready, want[nd.Location])
+		}
+	}
+	// Two renewal periods later every Lease was renewed at least once more,
+	// and the cluster is as it was: the agent took no lead, wrote no Lease.
+	renewals := w.Renewals.Load()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for w.Renewals.Load() < renewals+2*int64(len(want)) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the Writer renewed %d Leases, want %d more (errors %d)", w.Renewals.Load(), 2*len(want), w.Errors.Load())
+		case <-tick.C:
+		}
+	}
+	later := checkCluster()
+	for loc, at := range first {
+		if !later[loc].After(at) {
+			t.Errorf("Lease of %s renewed at %v, then %v: want renewed", loc, at, later[loc])
+		}
+	}
+	if err := f.Converged(n, l.LocationNames()); err != nil {
+		t.Errorf("after the renewals: %v", err)
+	}
+	if _, changes := f.Counts(); changes != 0 {
+		t.Errorf("the agent saw %v leader changes, want none", changes)
 	}
 }
