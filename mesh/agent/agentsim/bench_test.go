@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -298,36 +299,64 @@ const (
 	childEnvNodes      = "AGENTSIM_CHILD_NODES"
 	childEnvLocations  = "AGENTSIM_CHILD_LOCATIONS"
 	childEnvLease      = "AGENTSIM_CHILD_LEASE_DURATION"
+	childEnvElection   = "AGENTSIM_CHILD_ELECTION"
 )
 
 // lease1000 is the lease duration (kg's --lease-duration) of the 1000-node
-// cluster: every Lease is renewed every third of it. At kg's default (3 s:
-// 1000 renewals a second) this machine's API server fell behind (about 575
-// a second, two cores shared) and leases expired at random, so the agent
-// was never at rest; at 10 s it keeps up. The agent's CPU at rest grows
-// with the renewals it receives: docs/scale.md scales it to the default.
+// cluster with --leader-election=node-leases: every heartbeat Lease is
+// renewed every third of it. At kg's default (3 s: 1000 renewals a second)
+// this machine's API server fell behind (about 575 a second, two cores
+// shared) and leases expired at random, so the agent was never at rest; at
+// 10 s it keeps up. The agent's CPU at rest grows with the renewals it
+// receives: docs/scale.md scales it to the default. With
+// --leader-election=location the cluster runs kg's default (3 s): its 10
+// election Leases are renewed 10 times a second in all.
 const lease1000 = 10 * time.Second
+
+// clusterLease is the lease duration of the 1000-node cluster by election.
+func clusterLease(e k8s.Election) time.Duration {
+	if e == k8s.ElectionLocation {
+		return k8s.DefaultLeaseDuration
+	}
+	return lease1000
+}
 
 // BenchmarkAgentIn1000NodeCluster measures one agent (in a process of its
 // own) in a 1000-node cluster in 10 locations whose 999 other Nodes are API
-// objects only, with the annotations their agents would publish and their
-// heartbeat Leases renewed by a Writer as today's agents do (every third of
-// lease1000):
-// its resident memory (VmRSS, median and max over 1 s samples) and CPU (%
-// of one core) at rest, then during a churn of 10 Node updates per second
-// (kilo.squat.ai/persistent-keepalive flipped, which every agent
-// reconciles), and the API server's load in each window.
+// objects only, with the annotations their agents would publish, run with
+// each leader election side by side (sub-benchmarks election=node-leases
+// and election=location):
+//   - node-leases: a Writer renews the 999 nodes' heartbeat Leases as their
+//     agents do (every third of lease1000); the agent watches them all;
+//   - location: no heartbeat Lease; the Writer holds each location's
+//     election Lease for its first object-only node, renewed every second
+//     (a third of kg's default 3 s) as its leader's agent does, and that
+//     Node carries kilofed.io/leads with the Lease's term; the agent
+//     (node 0, in loc-00) is a standby of loc-00, as all but 10 of the 1000
+//     agents are, following loc-00's Lease and probing its leader (the
+//     simulated probe answers at once).
+//
+// It reports the agent's resident memory (VmRSS, median and max over 1 s
+// samples) and CPU (% of one core) at rest, then during a churn of 10 Node
+// updates per second (kilo.squat.ai/persistent-keepalive flipped, which
+// every agent reconciles), and the API server's load in each window
+// (requests/s but WATCH, the Writer's included; watch events/s; CPU).
 func BenchmarkAgentIn1000NodeCluster(b *testing.B) {
 	n := envInt("KILOFED_SCALE_CLUSTER_NODES", 1000) // another size, for a comparison by hand
-	var rs []figures
-	for range rounds {
-		rs = append(rs, agentInClusterRound(b, n))
+	for _, e := range []k8s.Election{k8s.ElectionNodeLeases, k8s.ElectionLocation} {
+		b.Run("election="+string(e), func(b *testing.B) {
+			var rs []figures
+			for range rounds {
+				rs = append(rs, agentInClusterRound(b, n, e))
+			}
+			reportRounds(b, rs)
+		})
 	}
-	reportRounds(b, rs)
 }
 
-func agentInClusterRound(b *testing.B, n int) figures {
+func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 	const locations, churn = 10, 10.0
+	lease := clusterLease(election)
 	m := figures{}
 	env, stopAPI := startAPIServer(b)
 	defer stopAPI()
@@ -349,19 +378,25 @@ func agentInClusterRound(b *testing.B, n int) figures {
 	if err := l.CreateNodes(ctx, kube, append([]int{0}, objects...), pub); err != nil {
 		b.Fatal(err)
 	}
-	w, err := NewWriter(env.Config, objects, lease1000)
+	w, err := NewWriter(env.Config, objects, lease)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := w.CreateLeases(ctx); err != nil {
+	var leaders map[string]string
+	if election == k8s.ElectionLocation {
+		leaders, err = w.CreateLocationLeases(ctx, l)
+	} else {
+		err = w.CreateLeases(ctx)
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 	wctx, stopWriter := context.WithCancel(ctx)
 	defer stopWriter()
-	go w.RenewLeases(wctx, lease1000/3)
+	go w.RenewLeases(wctx, lease/3)
 	apiPID, etcdPID := controlPlanePIDs(b)
 
-	child, stdin, stdout, stopChild := startChild(b, env.Config, n, locations, lease1000)
+	child, stdin, stdout, stopChild := startChild(b, env.Config, n, locations, lease, election)
 	defer stopChild()
 	stats := func() (reconciles, leaderChanges float64) {
 		if _, err := io.WriteString(stdin, "stats\n"); err != nil {
@@ -374,10 +409,22 @@ func agentInClusterRound(b *testing.B, n int) figures {
 		return reconciles, leaderChanges
 	}
 	start := time.Now()
-	if line, err := stdout.ReadString('\n'); err != nil || !strings.HasPrefix(line, "converged") {
+	line, err := stdout.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "converged") {
 		b.Fatalf("agent process: %q, %v", line, err)
 	}
 	m["s/converge"] = time.Since(start).Seconds()
+	if leaders != nil {
+		// The agent's leaders are the Writer's.
+		seen := map[string]string{}
+		for _, kv := range strings.Fields(strings.TrimPrefix(line, "converged")) {
+			loc, leader, _ := strings.Cut(kv, "=")
+			seen[loc] = leader
+		}
+		if !maps.Equal(seen, leaders) {
+			b.Fatalf("the agent converged on the leaders %v, the Writer's are %v", seen, leaders)
+		}
+	}
 	time.Sleep(settle)
 
 	measure := func(name string) {
@@ -434,14 +481,15 @@ func agentInClusterRound(b *testing.B, n int) figures {
 }
 
 // startChild runs TestHelperAgentProcess in a child process for node 0 of
-// an n-node layout; it prints "converged" once its agent has converged,
+// an n-node layout; it prints "converged LOCATION=LEADER..." once its agent
+// has converged,
 // answers each "stats" line on its stdin with "stats RECONCILES
 // LEADER_CHANGES" (so far), and runs until its stdin closes (at the end of
 // the benchmark).
-func startChild(b *testing.B, cfg *rest.Config, n, locations int, lease time.Duration) (cmd *exec.Cmd, stdin io.WriteCloser, stdout *bufio.Reader, stop func()) {
+func startChild(b *testing.B, cfg *rest.Config, n, locations int, lease time.Duration, election k8s.Election) (cmd *exec.Cmd, stdin io.WriteCloser, stdout *bufio.Reader, stop func()) {
 	kubeconfig := writeKubeconfig(b, cfg)
 	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperAgentProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnvKubeconfig+"="+kubeconfig, childEnvNodes+"="+strconv.Itoa(n), childEnvLocations+"="+strconv.Itoa(locations), childEnvLease+"="+lease.String())
+	cmd.Env = append(os.Environ(), childEnvKubeconfig+"="+kubeconfig, childEnvNodes+"="+strconv.Itoa(n), childEnvLocations+"="+strconv.Itoa(locations), childEnvLease+"="+lease.String(), childEnvElection+"="+string(election))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -498,7 +546,8 @@ func TestHelperAgentProcess(t *testing.T) {
 	defer cancel()
 	l := Layout{Locations: locations}
 	lease, _ := time.ParseDuration(os.Getenv(childEnvLease))
-	f, err := Start(ctx, cfg, l, []int{0}, Options{LeaseDuration: lease})
+	election := k8s.Election(os.Getenv(childEnvElection))
+	f, err := Start(ctx, cfg, l, []int{0}, Options{LeaseDuration: lease, Election: election})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +557,13 @@ func TestHelperAgentProcess(t *testing.T) {
 	if err := f.WaitConverged(cctx, n, l.LocationNames()); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Println("converged")
+	topo := f.Agents[0].Agent.Topology()
+	line := "converged"
+	for _, loc := range l.LocationNames() {
+		leader, _ := topo.Leader(loc)
+		line += " " + loc + "=" + leader.Name
+	}
+	fmt.Println(line)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() { // until the benchmark ends
 		if in.Text() == "stats" {
