@@ -74,12 +74,26 @@ func (a *allocator) assignAnnounced(segs []Segment) {
 // home returns the first slot probed for key: never the pool's first or
 // last address.
 func (a *allocator) home(key string) uint64 {
-	h := uint64(fnvOffset64)
-	for i := range len(key) { // FNV-1a, as hash/fnv's New64a, without allocating
-		h ^= uint64(key[i])
+	return 1 + fnv1a(fnvOffset64, key)%(a.size-2)
+}
+
+// homeOf is home of the key's string, without building it.
+func (a *allocator) homeOf(k segKey) uint64 {
+	kind := "location:"
+	if k.node {
+		kind = "node:"
+	}
+	return 1 + fnv1a(fnv1a(fnvOffset64, kind), k.name)%(a.size-2)
+}
+
+// fnv1a goes on with the 64-bit FNV-1a hash h over s, as hash/fnv's
+// New64a, without allocating.
+func fnv1a(h uint64, s string) uint64 {
+	for i := range len(s) {
+		h ^= uint64(s[i])
 		h *= fnvPrime64
 	}
-	return 1 + h%(a.size-2)
+	return h
 }
 
 // FNV-1a's 64-bit parameters.
@@ -116,11 +130,11 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 	todo := make([]homed, 0, len(segs))
 	for i := range segs {
 		if s := &segs[i]; !s.WireGuardIP.IsValid() {
-			todo = append(todo, homed{seg: s, home: a.home(s.key)})
+			todo = append(todo, homed{seg: s, home: a.homeOf(s.key)})
 		}
 	}
 	slices.SortFunc(todo, func(x, y homed) int {
-		return cmp.Or(cmp.Compare(x.home, y.home), cmp.Compare(x.seg.key, y.seg.key))
+		return cmp.Or(cmp.Compare(x.home, y.home), x.seg.key.compare(y.seg.key))
 	})
 	for _, h := range todo {
 		s := h.seg

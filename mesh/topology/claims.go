@@ -15,7 +15,10 @@ import (
 // below it (they lie inside p). Adding and finding walk that path, which
 // has at most one node per branching point.
 type claims struct {
-	all []claim
+	// base, if set, holds claims older than every claim of the trie, none
+	// of which overlaps another.
+	base *disjoint
+	all  []claim
 	// next links the claims of one prefix, oldest first: the index in all
 	// of the next newer claim of the same prefix, or -1.
 	next  []int32
@@ -158,6 +161,35 @@ func (cs *claims) find(p netip.Prefix, ignore func(claim) bool) (claim, bool) {
 		return claim{}, false
 	}
 	p = p.Masked()
+	c, ok := cs.findTrie(p, ignore)
+	if cs.base == nil {
+		return c, ok
+	}
+	b, inBase := cs.base.find(p, ignore)
+	switch {
+	case !inBase:
+		return c, ok
+	case !ok || firstFound(p, b, c):
+		return b, true
+	}
+	return c, true
+}
+
+// firstFound reports whether find returns the older claim b rather than
+// c, both overlapping p.
+func firstFound(p netip.Prefix, b, c claim) bool {
+	bIn, cIn := b.prefix.Bits() > p.Bits(), c.prefix.Bits() > p.Bits()
+	switch {
+	case bIn != cIn:
+		return !bIn // a claim containing p first
+	case !bIn:
+		return b.prefix.Bits() <= c.prefix.Bits() // the widest first
+	}
+	return compareMasked(b.prefix, c.prefix) <= 0 // the lowest, then the widest
+}
+
+// findTrie is find among the claims of the trie, for p masked.
+func (cs *claims) findTrie(p netip.Prefix, ignore func(claim) bool) (claim, bool) {
 	hi, lo := addrBits(p.Addr())
 	n, size := root(p), p.Bits()
 	for { // n's prefix contains p's

@@ -25,17 +25,12 @@ func (t *Topology) DOT() string {
 			warnings[p.Kind+":"+p.Name] = append(warnings[p.Kind+":"+p.Name], p.Code)
 		}
 	}
-	groups := make([]string, 0, len(t.locations))
-	for g := range t.locations {
-		groups = append(groups, g)
-	}
-	slices.Sort(groups)
+	groups := t.sortedGroups()
 	for i, g := range groups {
-		names := slices.Sorted(slices.Values(t.locations[g]))
 		fmt.Fprintf(&b, "\tsubgraph %s {\n\t\tlabel=%s;\n\t\tstyle=\"dashed,rounded\";\n",
-			label(fmt.Sprintf("cluster_%d", i)), label(t.members[names[0]].location))
-		for _, name := range names {
-			t.dotNode(&b, t.members[name], warnings[KindNode+":"+name])
+			label(fmt.Sprintf("cluster_%d", i)), label(g.members[0].location))
+		for _, m := range g.members {
+			t.dotNode(&b, m, warnings[KindNode+":"+m.Name])
 		}
 		b.WriteString("\t}\n")
 	}
@@ -55,7 +50,7 @@ func (t *Topology) dotNode(b *strings.Builder, m *member, warnings []string) {
 	for _, a := range t.Addresses(m.Name) {
 		lines = append(lines, "wireguard "+a.String())
 	}
-	for _, in := range []netip.Prefix{m.in4, m.in6} {
+	for _, in := range []netip.Prefix{m.InternalIP, m.InternalIP6} {
 		if in.IsValid() {
 			lines = append(lines, "internal "+in.String())
 		}
@@ -91,7 +86,7 @@ func (t *Topology) dotNode(b *strings.Builder, m *member, warnings []string) {
 	fmt.Fprintf(b, "\t\t%s [%s];\n", label("node/"+m.Name), strings.Join(attrs, ", "))
 }
 
-func (t *Topology) dotEdges(b *strings.Builder, groups []string) {
+func (t *Topology) dotEdges(b *strings.Builder, groups []group) {
 	for i := range t.Segments {
 		for j := i + 1; j < len(t.Segments); j++ {
 			if remote(&t.Segments[i], &t.Segments[j]) {
@@ -119,10 +114,9 @@ func (t *Topology) dotEdges(b *strings.Builder, groups []string) {
 		}
 	case CrossGranularity:
 		for _, g := range groups {
-			names := slices.Sorted(slices.Values(t.locations[g]))
-			for i := range names {
-				for j := i + 1; j < len(names); j++ {
-					edge(t.members[names[i]], t.members[names[j]])
+			for i, m := range g.members {
+				for _, o := range g.members[i+1:] {
+					edge(m, o)
 				}
 			}
 		}

@@ -18,24 +18,27 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	}
 	var ps problems
 	t := &Topology{
-		opts:      opts,
-		members:   make(map[string]*member, len(nodes)),
-		peerIdx:   make(map[string]int),
-		excluded:  make(map[string]string),
-		locations: make(map[string][]string),
+		opts:     opts,
+		members:  make(map[string]*member, len(nodes)),
+		peerIdx:  make(map[string]int),
+		excluded: make(map[string]string),
+		groups:   make(map[segKey]group),
 	}
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
 	t.buildSegments(members)
-	// Room for the node ranges, services, WireGuard IPs, peers' ranges and
-	// allowed location IPs.
-	n := nodeClaims(members) + len(opts.ServiceCIDRs) + len(t.Segments)
+	cs := newClaims()
+	claimNodeRanges(members, opts, cs, &ps)
+	// Room for the services, WireGuard IPs, peers' ranges and allowed
+	// location IPs.
+	n := len(opts.ServiceCIDRs) + len(t.Segments)
 	for _, p := range peers {
 		n += len(p.AllowedIPs)
 	}
-	cs := newClaims()
+	for _, m := range members {
+		n += len(m.AllowedLocationIPs)
+	}
 	cs.grow(n)
-	claimNodeRanges(members, opts, cs, &ps)
 	for _, s := range opts.ServiceCIDRs {
 		cs.add(claim{prefix: s, kind: claimService})
 	}
@@ -54,63 +57,61 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	return t, nil
 }
 
-// buildSegments groups members into segments and elects their leaders.
+// buildSegments groups members, sorted by name, into location groups and
+// segments, and elects their leaders.
 func (t *Topology) buildSegments(members []*member) {
-	groups := make(map[string][]*member)
+	var order []segKey // groups in order of their first member
 	for _, m := range members {
 		t.members[m.Name] = m
-		groups[m.group] = append(groups[m.group], m)
+		g, ok := t.groups[m.group]
+		if !ok {
+			order = append(order, m.group)
+		}
+		g.members = append(g.members, m) // by name, as members
+		t.groups[m.group] = g
 	}
-	for key, ms := range groups {
-		names := make([]string, 0, len(ms))
-		for _, m := range electionOrder(ms) {
-			names = append(names, m.Name)
-		}
-		t.locations[key] = names
+	for k, g := range t.groups {
+		g.leader = elect(g.members)
+		t.groups[k] = g
 	}
-	// Segments sorted by name then key, their nodes by name: runs of
-	// bySegment.
-	bySegment := slices.Clone(members)
-	slices.SortFunc(bySegment, func(a, b *member) int {
-		return cmp.Or(cmp.Compare(keyName(a.segment), keyName(b.segment)), cmp.Compare(a.segment, b.segment), cmp.Compare(a.Name, b.Name))
-	})
-	n := 0
-	for i, m := range bySegment {
-		if i == 0 || m.segment != bySegment[i-1].segment {
-			n++
+	if t.opts.Granularity != LocationGranularity {
+		// A segment per node, by name as members.
+		t.Segments = make([]Segment, 0, len(members))
+		for i, m := range members {
+			t.addSegment(members[i:i+1:i+1], m)
 		}
+		return
 	}
-	if n > 0 {
-		t.Segments = make([]Segment, 0, n)
+	// A segment per group, by name then key (a location before a node
+	// of the same name).
+	slices.SortFunc(order, func(a, b segKey) int { return cmp.Or(cmp.Compare(a.name, b.name), boolFirst(!a.node, !b.node)) })
+	if len(order) > 0 {
+		t.Segments = make([]Segment, 0, len(order))
 	}
-	for lo := 0; lo < len(bySegment); {
-		hi := lo + 1
-		for hi < len(bySegment) && bySegment[hi].segment == bySegment[lo].segment {
-			hi++
-		}
-		ms := bySegment[lo:hi:hi]
-		lo = hi
-		s := Segment{
-			Name:     keyName(ms[0].segment),
-			Location: ms[0].location,
-			key:      ms[0].segment,
-			group:    ms[0].group,
-			members:  ms,
-		}
-		if t.opts.Granularity == FullGranularity {
-			s.group = s.key // every node reaches every other through WireGuard
-		}
-		leader := ms[0]
-		if len(ms) > 1 {
-			leader = electionOrder(ms)[0]
-		}
-		s.Leader = slices.Index(ms, leader)
-		s.public = leader.public
-		for _, m := range ms {
-			m.seg = len(t.Segments)
-		}
-		t.Segments = append(t.Segments, s)
+	for _, k := range order {
+		g := t.groups[k]
+		t.addSegment(g.members, g.leader)
 	}
+}
+
+// addSegment appends the segment of ms, sorted by name, led by leader.
+func (t *Topology) addSegment(ms []*member, leader *member) {
+	s := Segment{
+		Name:     ms[0].segment.name,
+		Location: ms[0].location,
+		key:      ms[0].segment,
+		group:    ms[0].group,
+		members:  ms,
+		Leader:   slices.Index(ms, leader),
+		public:   leader.public,
+	}
+	if t.opts.Granularity == FullGranularity {
+		s.group = s.key // every node reaches every other through WireGuard
+	}
+	for _, m := range ms {
+		m.seg = int32(len(t.Segments))
+	}
+	t.Segments = append(t.Segments, s)
 }
 
 // finish fills the segments' nodes and allowed IPs and the lookup tables.
@@ -120,7 +121,7 @@ func (t *Topology) finish(accepted []Node) {
 	size := func(s *Segment) int {
 		n := len(s.AllowedLocationIPs) + 1
 		for _, m := range s.members {
-			n += len(m.allowed)
+			n += len(m.PodCIDRs) + 2
 		}
 		return n
 	}
@@ -136,10 +137,10 @@ func (t *Topology) finish(accepted []Node) {
 		if s.WireGuardIP.IsValid() {
 			ips = append(ips, hostPrefix(s.WireGuardIP.Addr()))
 		}
-		first, adjacent := s.members[0].idx, true
+		first, adjacent := int(s.members[0].idx), true
 		for j, m := range s.members {
-			adjacent = adjacent && m.idx == first+j
-			ips = append(ips, m.allowed...)
+			adjacent = adjacent && int(m.idx) == first+j
+			ips = m.appendAllowed(ips)
 			if j == s.Leader && m.Endpoint != nil && m.Endpoint.Addr.Addr().IsValid() {
 				t.endpoints = append(t.endpoints, m.Endpoint.Addr.Addr())
 			}

@@ -16,29 +16,29 @@ const maxKeepalive = 65535 * time.Second
 // member is an accepted node with what New derived from it.
 type member struct {
 	// Node is the node, normalized, in the array of every accepted node
-	// (by name) that the segments' Nodes share where they can.
+	// (by name) that the segments' Nodes share where they can. Its
+	// InternalIP and InternalIP6 are the internal IPs by family (either
+	// may be invalid).
 	*Node
 	// idx is the index of Node in that array.
-	idx int
-	// in4 and in6 are the internal IPs by family (either may be invalid).
-	in4, in6 netip.Prefix
+	idx int32
+	// seg is the index of the node's segment in Topology.Segments.
+	seg int32
 	// public reports whether other locations can reach the node without
 	// NAT traversal: an external IP, a DNS endpoint or a forced endpoint.
 	public bool
-	// group is the key of the node's location group: "location:NAME", or
-	// "node:NAME" for a node without location or internal IP.
-	group string
-	// segment is the key of the node's segment: its group in
-	// LocationGranularity, "node:NAME" otherwise.
-	segment string
-	// seg is the index of the node's segment in Topology.Segments.
-	seg int
+	// routed4 and routed6 report whether the internal IPs are routed to
+	// the node's segment: no other node claimed them first.
+	routed4, routed6 bool
+	// group is the node's location group: its location, or the node
+	// alone when it has no location or no internal IP.
+	group segKey
+	// segment is the node's segment: its group in LocationGranularity,
+	// the node alone otherwise.
+	segment segKey
 	// location is the location shown to users: the location, or the node
 	// name for a node that forms a location of its own.
 	location string
-	// allowed are the node's ranges routed to its segment: its pod CIDRs
-	// and internal IPs that no other node claimed first.
-	allowed []netip.Prefix
 	// endpoint holds what Node.Endpoint points to, so that members
 	// allocated together need no allocation of their own for it.
 	endpoint Endpoint
@@ -47,42 +47,67 @@ type member struct {
 // internal returns the node's internal IP of the family of a.
 func (m *member) internal(a netip.Addr) netip.Prefix {
 	if a.Is4() {
-		return m.in4
+		return m.InternalIP
 	}
-	return m.in6
+	return m.InternalIP6
+}
+
+// hasInternal reports whether the node has an internal IP.
+func (m *member) hasInternal() bool { return m.InternalIP.IsValid() || m.InternalIP6.IsValid() }
+
+// appendAllowed appends the ranges of m routed to its segment: its pod
+// CIDRs and internal IPs that no other node claimed first.
+func (m *member) appendAllowed(dst []netip.Prefix) []netip.Prefix {
+	dst = append(dst, m.PodCIDRs...)
+	if m.routed4 {
+		dst = append(dst, hostPrefix(m.InternalIP.Addr()))
+	}
+	if m.routed6 {
+		dst = append(dst, hostPrefix(m.InternalIP6.Addr()))
+	}
+	return dst
+}
+
+// segKey identifies a location group or a segment: a location, or a node
+// alone. As strings ("location:NAME", "node:NAME", see String) they order
+// by kind, locations first, then name.
+type segKey struct {
+	name string
+	node bool
+}
+
+// String returns the key as the allocator hashes it: "location:NAME" or
+// "node:NAME".
+func (k segKey) String() string {
+	if k.node {
+		return nodeKey(k.name)
+	}
+	return locationKey(k.name)
+}
+
+// compare orders keys as their strings.
+func (k segKey) compare(o segKey) int {
+	return cmp.Or(boolFirst(!k.node, !o.node), cmp.Compare(k.name, o.name))
 }
 
 func locationKey(l string) string { return "location:" + l }
 
 func nodeKey(n string) string { return "node:" + n }
 
-// keyName returns the name part of a segment or group key ("location:NAME",
-// "node:NAME").
-func keyName(key string) string { return key[strings.IndexByte(key, ':')+1:] }
-
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name, and the array of their Nodes.
 func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) ([]*member, []Node) {
-	// Sort indexes, stable by position: swapping them needs no write barrier.
-	order := make([]int32, len(nodes))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Or(cmp.Compare(nodes[a].Name, nodes[b].Name), cmp.Compare(a, b)) })
-	sorted := make([]*Node, len(nodes))
-	for i, j := range order {
-		sorted[i] = &nodes[j]
-	}
-	// The members are allocated at once; an excluded node's slot is reused.
+	sorted := byName(nodes)
+	// The members and their Nodes are allocated at once; an excluded
+	// node's slot is reused.
 	slab := make([]member, 0, len(sorted))
 	accepted := make([]Node, 0, len(sorted))
 	n := 0
 	for _, nd := range sorted {
-		n += 2*len(nd.PodCIDRs) + len(nd.AllowedLocationIPs) + 2
+		n += len(nd.PodCIDRs) + len(nd.AllowedLocationIPs)
 	}
-	arena := newPrefixArena(n) // each member's pod CIDRs, allowed location IPs and allowed
+	arena := newPrefixArena(n) // each member's pod CIDRs and allowed location IPs
 	out := make([]*member, 0, len(sorted))
-	locationKeys := make(map[string]string) // one key string per location
 	full := opts.Granularity == FullGranularity
 	for i, n := range sorted {
 		switch named := sameName(sorted, i); {
@@ -106,9 +131,9 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 		// Fresh slots are zero (make); a slot given back is cleared first.
 		slab, accepted = slab[:len(slab)+1], accepted[:len(accepted)+1]
 		m := &slab[len(slab)-1]
-		m.Node, m.idx = &accepted[len(accepted)-1], len(accepted)-1
+		m.Node, m.idx = &accepted[len(accepted)-1], int32(len(accepted)-1)
 		normalizeNode(m, n, arena)
-		if !m.in4.IsValid() && !m.in6.IsValid() && m.Endpoint == nil {
+		if !m.hasInternal() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
 			*m.Node, *m = Node{}, member{}
@@ -117,15 +142,16 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 		}
 		m.fillEndpoint(opts.Port)
 		m.location = n.Name
+		alone := segKey{name: n.Name, node: true}
 		switch {
 		case n.Location == "":
-			m.group = nodeKey(n.Name)
+			m.group = alone
 			if !full {
 				ps.add(KindNode, n.Name, Warning, CodeNoLocation,
 					"the node has no location, so it forms a location of its own named after it; annotate it with kilo.squat.ai/location=NAME or label it with topology.kubernetes.io/region=NAME")
 			}
-		case !m.in4.IsValid() && !m.in6.IsValid():
-			m.group = nodeKey(n.Name)
+		case !m.hasInternal():
+			m.group = alone
 			if full {
 				m.location = n.Location
 			} else {
@@ -133,20 +159,41 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 					"the node has no internal IP, so it cannot reach the other nodes of location %q natively and forms a location of its own; give the Node an InternalIP address", n.Location)
 			}
 		default:
-			key, ok := locationKeys[n.Location]
-			if !ok {
-				key = locationKey(n.Location)
-				locationKeys[n.Location] = key
-			}
-			m.group, m.location = key, n.Location
+			m.group, m.location = segKey{name: n.Location}, n.Location
 		}
 		m.segment = m.group
-		if opts.Granularity != LocationGranularity && !strings.HasPrefix(m.group, "node:") {
-			m.segment = nodeKey(n.Name) // else the group already is
+		if opts.Granularity != LocationGranularity {
+			m.segment = alone
 		}
 		out = append(out, m)
 	}
 	return out, accepted
+}
+
+// byName returns pointers to nodes sorted by name, stable by position.
+func byName(nodes []Node) []*Node {
+	sorted := make([]*Node, len(nodes))
+	for i := range nodes {
+		sorted[i] = &nodes[i]
+	}
+	if slices.IsSortedFunc(sorted, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) }) {
+		return sorted
+	}
+	// Sort names with indexes, stable by position: they sit together in
+	// memory and swapping them needs no write barrier on pointers to Nodes.
+	type named struct {
+		name string
+		i    int
+	}
+	order := make([]named, len(nodes))
+	for i := range nodes {
+		order[i] = named{nodes[i].Name, i}
+	}
+	slices.SortFunc(order, func(a, b named) int { return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.i, b.i)) })
+	for i, o := range order {
+		sorted[i] = &nodes[o.i]
+	}
+	return sorted
 }
 
 // sameName returns how many of the nodes sorted by name are named like
@@ -169,29 +216,29 @@ func normalizeNode(m *member, n *Node, arena *prefixArena) {
 	*m.Node = *n
 	m.PodCIDRs = normPrefixesTo(arena.take(len(n.PodCIDRs)), n.PodCIDRs)
 	m.AllowedLocationIPs = normPrefixesTo(arena.take(len(n.AllowedLocationIPs)), n.AllowedLocationIPs)
-	m.allowed = arena.take(len(n.PodCIDRs) + 2)
 	m.ExternalIP = unmapAddr(n.ExternalIP)
 	m.WireGuardIP = unmapPrefix(n.WireGuardIP)
 	m.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
+	var in4, in6 netip.Prefix
 	for _, p := range [2]netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
 		if !p.IsValid() {
 			continue
 		}
 		p = netip.PrefixFrom(p.Addr().WithZone(""), p.Bits())
-		if p.Addr().Is4() && !m.in4.IsValid() {
-			m.in4 = p
-		} else if p.Addr().Is6() && !m.in6.IsValid() {
-			m.in6 = p
+		if p.Addr().Is4() && !in4.IsValid() {
+			in4 = p
+		} else if p.Addr().Is6() && !in6.IsValid() {
+			in6 = p
 		}
 	}
-	m.InternalIP, m.InternalIP6 = m.in4, m.in6
+	m.InternalIP, m.InternalIP6 = in4, in6
 	m.Endpoint = nil
 	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
 		m.endpoint = *e
 		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
 		m.Endpoint = &m.endpoint
 		a := m.endpoint.Addr.Addr()
-		m.public = m.endpoint.DNS != "" || (a != m.in4.Addr() && a != m.in6.Addr())
+		m.public = m.endpoint.DNS != "" || (a != in4.Addr() && a != in6.Addr())
 	}
 	if m.ExternalIP.IsValid() {
 		m.public = true
@@ -214,7 +261,7 @@ func (m *member) fillEndpoint(port uint16) {
 		}
 		return
 	}
-	for _, a := range [3]netip.Addr{m.ExternalIP, m.in4.Addr(), m.in6.Addr()} {
+	for _, a := range [3]netip.Addr{m.ExternalIP, m.InternalIP.Addr(), m.InternalIP6.Addr()} {
 		if a.IsValid() {
 			m.endpoint = Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
 			m.Endpoint = &m.endpoint
@@ -235,13 +282,36 @@ func clampKeepalive(d time.Duration) time.Duration {
 	return d.Truncate(time.Second)
 }
 
-// electionOrder sorts nodes the way leaders are elected: ready nodes first
-// (all nodes when none is ready), then those with the kilo.squat.ai/leader
-// annotation, then those with a public endpoint, then by name.
-func electionOrder(ms []*member) []*member {
+// electionOrder returns a copy of ms sorted the way leaders are elected
+// among all: ready nodes first (every node when none of all is ready), then
+// those with the kilo.squat.ai/leader annotation, then those with a public
+// endpoint, then the longest running, then by name.
+func electionOrder(ms, all []*member) []*member {
 	out := slices.Clone(ms)
-	anyReady := slices.ContainsFunc(ms, func(m *member) bool { return m.Ready })
-	slices.SortFunc(out, func(a, b *member) int {
+	slices.SortFunc(out, electionCompare(anyReady(all)))
+	return out
+}
+
+// elect returns the node of ms that leads them: the first in election
+// order.
+func elect(ms []*member) *member {
+	first, before := ms[0], electionCompare(anyReady(ms))
+	for _, m := range ms[1:] {
+		if before(m, first) < 0 {
+			first = m
+		}
+	}
+	return first
+}
+
+func anyReady(ms []*member) bool {
+	return slices.ContainsFunc(ms, func(m *member) bool { return m.Ready })
+}
+
+// electionCompare orders nodes for electionOrder; anyReady tells whether
+// any node of the location is ready.
+func electionCompare(anyReady bool) func(a, b *member) int {
+	return func(a, b *member) int {
 		return cmp.Or(
 			boolFirst(a.Ready || !anyReady, b.Ready || !anyReady),
 			boolFirst(a.Leader, b.Leader),
@@ -249,8 +319,7 @@ func electionOrder(ms []*member) []*member {
 			sinceFirst(a.Since, b.Since),
 			cmp.Compare(a.Name, b.Name),
 		)
-	})
-	return out
+	}
 }
 
 // sinceFirst orders the earlier Since first and an unknown (zero) Since

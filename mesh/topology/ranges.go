@@ -2,24 +2,13 @@ package topology
 
 import (
 	"net/netip"
-	"slices"
 )
 
-// nodeClaims returns how many claims claimNodeRanges and assignLocationIPs
-// make at most.
+// nodeClaims returns how many claims claimNodeRanges makes at most.
 func nodeClaims(members []*member) int {
 	n := 0
 	for _, m := range members {
-		n += len(m.PodCIDRs) + len(m.AllowedLocationIPs) + 4 // internal IPs, external IP, endpoint
-		if !m.in4.IsValid() {
-			n--
-		}
-		if !m.in6.IsValid() {
-			n--
-		}
-		if !m.ExternalIP.IsValid() {
-			n--
-		}
+		n += len(m.PodCIDRs) + 4 // internal IPs, external IP, endpoint
 	}
 	return n
 }
@@ -27,65 +16,132 @@ func nodeClaims(members []*member) int {
 // claimNodeRanges claims the pod CIDRs, internal IPs and public endpoints
 // of members in name order. A pod CIDR that overlaps one claimed before, or
 // an internal IP that another node already uses, is dropped with a Warning:
-// WireGuard cannot route one range to two peers.
+// WireGuard cannot route one range to two peers. When no range overlaps
+// another, as in most clusters, one sort finds it out (see disjoint) and
+// the ranges become cs's base; otherwise they are claimed one by one.
 func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) {
 	for _, m := range members {
-		seg := int32(m.seg)
 		if len(m.PodCIDRs) == 0 {
 			ps.add(KindNode, m.Name, Warning, CodeNoPodCIDR,
 				"the node has no pod CIDR, so nothing is routed to its pods; set spec.podCIDRs on the Node (kube-controller-manager --allocate-node-cidrs does it)")
 		}
-		pods := m.PodCIDRs[:0] // m's own copy, filtered in place
+	}
+	var b disjointBuilder
+	b.grow(nodeClaims(members))
+	for _, m := range members {
+		seg := m.seg
 		for _, p := range m.PodCIDRs {
-			c, ok := cs.find(p, func(c claim) bool {
-				return c.kind == claimEndpoint || (c.kind == claimInternal && c.prefix.Bits() > p.Bits())
-			})
-			if ok {
-				ps.add(KindNode, m.Name, Warning, CodeOverlap,
-					"pod CIDR %s overlaps %s, so it is not routed; give every node its own pod CIDR", p, c.owner())
-				continue
-			}
-			if p.Overlaps(opts.Subnet) {
-				ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
-					"pod CIDR %s overlaps the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", p, opts.Subnet)
-			}
-			pods = append(pods, p)
-			m.allowed = append(m.allowed, p)
-			cs.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
+			b.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
 		}
-		if len(pods) == 0 {
-			pods = nil
-		}
-		m.PodCIDRs = pods
-		for _, in := range [2]netip.Prefix{m.in4, m.in6} {
-			if !in.IsValid() {
-				continue
-			}
-			h := hostPrefix(in.Addr())
-			c, ok := cs.find(h, func(c claim) bool {
-				return c.kind == claimEndpoint || (c.kind == claimPod && c.prefix.Bits() < h.Bits())
-			})
-			if ok {
-				ps.add(KindNode, m.Name, Warning, CodeOverlap,
-					"internal IP %s is also the %s, so it is not routed to this node from other locations (its pods still are); give the nodes distinct internal IPs",
-					in.Addr(), c.owner())
-				continue
-			}
-			if opts.Subnet.Contains(in.Addr()) {
-				ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
-					"internal IP %s is inside the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", in.Addr(), opts.Subnet)
-			}
-			m.allowed = append(m.allowed, h)
-			cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, seg: seg})
-		}
-		// The external IP and endpoint address, when they are not internal
-		// IPs: ranges that contain them would capture WireGuard's own UDP
-		// packets.
-		for i, a := range [2]netip.Addr{m.ExternalIP, m.Endpoint.Addr.Addr()} {
-			if a.IsValid() && a != m.in4.Addr() && a != m.in6.Addr() && (i == 0 || a != m.ExternalIP) {
-				cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: seg})
+		for _, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
+			if in.IsValid() {
+				b.add(claim{prefix: hostPrefix(in.Addr()), kind: claimInternal, name: m.Name, seg: seg})
 			}
 		}
+		for _, a := range m.endpointClaims() {
+			if a.IsValid() {
+				b.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: seg})
+			}
+		}
+	}
+	if base, ok := b.build(); ok {
+		cs.base = base
+		for _, m := range members {
+			for _, p := range m.PodCIDRs {
+				warnPodInSubnet(m, p, opts, ps)
+			}
+			m.routed4, m.routed6 = m.InternalIP.IsValid(), m.InternalIP6.IsValid()
+			for _, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
+				warnInternalInSubnet(m, in, opts, ps)
+			}
+		}
+		return
+	}
+	cs.grow(nodeClaims(members))
+	for _, m := range members {
+		claimRangesOf(m, opts, cs, ps)
+	}
+}
+
+// claimRangesOf claims m's ranges one by one, dropping those that overlap
+// a range claimed before.
+func claimRangesOf(m *member, opts Options, cs *claims, ps *problems) {
+	seg := m.seg
+	pods := m.PodCIDRs[:0] // m's own copy, filtered in place
+	for _, p := range m.PodCIDRs {
+		c, ok := cs.find(p, func(c claim) bool {
+			return c.kind == claimEndpoint || (c.kind == claimInternal && c.prefix.Bits() > p.Bits())
+		})
+		if ok {
+			ps.add(KindNode, m.Name, Warning, CodeOverlap,
+				"pod CIDR %s overlaps %s, so it is not routed; give every node its own pod CIDR", p, c.owner())
+			continue
+		}
+		warnPodInSubnet(m, p, opts, ps)
+		pods = append(pods, p)
+		cs.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
+	}
+	if len(pods) == 0 {
+		pods = nil
+	}
+	m.PodCIDRs = pods
+	for i, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
+		if !in.IsValid() {
+			continue
+		}
+		h := hostPrefix(in.Addr())
+		c, ok := cs.find(h, func(c claim) bool {
+			return c.kind == claimEndpoint || (c.kind == claimPod && c.prefix.Bits() < h.Bits())
+		})
+		if ok {
+			ps.add(KindNode, m.Name, Warning, CodeOverlap,
+				"internal IP %s is also the %s, so it is not routed to this node from other locations (its pods still are); give the nodes distinct internal IPs",
+				in.Addr(), c.owner())
+			continue
+		}
+		warnInternalInSubnet(m, in, opts, ps)
+		if i == 0 {
+			m.routed4 = true
+		} else {
+			m.routed6 = true
+		}
+		cs.add(claim{prefix: h, kind: claimInternal, name: m.Name, seg: seg})
+	}
+	for _, a := range m.endpointClaims() {
+		if a.IsValid() {
+			cs.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: seg})
+		}
+	}
+}
+
+// endpointClaims returns the external IP and endpoint address of m when
+// they are not internal IPs (invalid otherwise, and the endpoint address
+// when it is the external IP): ranges that contain them would capture
+// WireGuard's own UDP packets.
+func (m *member) endpointClaims() [2]netip.Addr {
+	out := [2]netip.Addr{m.ExternalIP}
+	if m.Endpoint != nil {
+		out[1] = m.Endpoint.Addr.Addr()
+	}
+	for i, a := range out {
+		if a == m.InternalIP.Addr() || a == m.InternalIP6.Addr() || (i == 1 && a == m.ExternalIP) {
+			out[i] = netip.Addr{}
+		}
+	}
+	return out
+}
+
+func warnPodInSubnet(m *member, p netip.Prefix, opts Options, ps *problems) {
+	if p.Overlaps(opts.Subnet) {
+		ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
+			"pod CIDR %s overlaps the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", p, opts.Subnet)
+	}
+}
+
+func warnInternalInSubnet(m *member, in netip.Prefix, opts Options, ps *problems) {
+	if in.IsValid() && opts.Subnet.Contains(in.Addr()) {
+		ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
+			"internal IP %s is inside the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", in.Addr(), opts.Subnet)
 	}
 }
 
@@ -97,22 +153,22 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 // IP or endpoint) is dropped with a Warning; containing internal IPs is
 // allowed, so a location may route its whole LAN.
 func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
-	keys := make([]string, 0, len(t.locations))
-	for k := range t.locations {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var seen map[netip.Prefix]bool
-	for _, group := range keys {
+	for _, g := range t.sortedGroups() {
 		clear(seen)
-		for _, name := range t.locations[group] {
-			m := t.members[name]
-			if len(m.AllowedLocationIPs) == 0 {
-				continue
+		var with []*member // the nodes with allowed location IPs
+		for _, m := range g.members {
+			if len(m.AllowedLocationIPs) > 0 {
+				with = append(with, m)
 			}
-			if seen == nil {
-				seen = make(map[netip.Prefix]bool)
-			}
+		}
+		if len(with) == 0 {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[netip.Prefix]bool)
+		}
+		for _, m := range electionOrder(with, g.members) {
 			s := &t.Segments[m.seg]
 			kept := m.AllowedLocationIPs[:0] // m's own copy, filtered in place
 			for _, p := range m.AllowedLocationIPs {

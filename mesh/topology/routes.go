@@ -39,7 +39,7 @@ func (t *Topology) plan(node string) plan {
 		return plan{}
 	}
 	p := plan{t: t, m: m}
-	for _, a := range []netip.Addr{m.in4.Addr(), m.in6.Addr(), m.ExternalIP} {
+	for _, a := range []netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
 		if a.IsValid() {
 			p.own = append(p.own, a)
 		}
@@ -48,6 +48,10 @@ func (t *Topology) plan(node string) plan {
 		p.own = append(p.own, a.Addr())
 	}
 	own := &t.Segments[m.seg]
+	var mates []*member
+	if !t.opts.NoLocalRoutes {
+		mates = t.mates(m)
+	}
 	n := 1
 	for i := range t.Segments {
 		if remote(own, &t.Segments[i]) {
@@ -57,37 +61,42 @@ func (t *Topology) plan(node string) plan {
 	for _, peer := range t.Peers {
 		n += len(peer.AllowedIPs)
 	}
-	var mates []*member
-	if !t.opts.NoLocalRoutes {
-		mates = t.mates(m)
+	for _, mate := range mates {
+		n += len(mate.PodCIDRs)
 	}
-	dsts := make([]netip.Prefix, 0, n)
-	p.routes = make([]Route, 0, n+3*len(mates))
-	if !t.IsLeader(node) && own.WireGuardIP.IsValid() {
-		dsts = append(dsts, hostPrefix(own.WireGuardIP.Addr()))
+	if t.opts.Encapsulate != EncapsulateNever {
+		n += 2 * len(mates) // encapsulateHostTraffic
 	}
-	for i := range t.Segments {
-		if remote(own, &t.Segments[i]) {
-			dsts = append(dsts, t.Segments[i].AllowedIPs...)
-		}
-	}
-	npeer := len(dsts) // dsts[npeer:] are the Peers' ranges
-	for _, peer := range t.Peers {
-		dsts = append(dsts, peer.AllowedIPs...)
-	}
-	leader := t.members[own.Nodes[own.Leader].Name]
-	for i, dst := range dsts {
-		if p.skip(dst, true) {
-			continue
-		}
-		if leader == m {
+	p.routes = make([]Route, 0, n)
+	leader := own.members[own.Leader]
+	// route sends dst, a range of a remote segment or of a Peer, through
+	// WireGuard or the leader.
+	route := func(dst netip.Prefix, ofPeer bool) {
+		switch {
+		case p.skip(dst, true):
+		case leader != m:
+			p.via(leader, dst)
+		default:
 			src := m.internal(dst.Addr()).Addr()
-			if wgIP := own.WireGuardIP.Addr(); i >= npeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
+			if wgIP := own.WireGuardIP.Addr(); ofPeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
 				src = wgIP
 			}
 			p.add(Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: src})
-		} else {
-			p.via(leader, dst)
+		}
+	}
+	if leader != m && own.WireGuardIP.IsValid() {
+		route(hostPrefix(own.WireGuardIP.Addr()), false)
+	}
+	for i := range t.Segments {
+		if remote(own, &t.Segments[i]) {
+			for _, dst := range t.Segments[i].AllowedIPs {
+				route(dst, false)
+			}
+		}
+	}
+	for _, peer := range t.Peers {
+		for _, dst := range peer.AllowedIPs {
+			route(dst, true)
 		}
 	}
 	for _, mate := range mates {
@@ -179,10 +188,10 @@ func (p *plan) encapsulateHostTraffic(mate *member) {
 // to: IPv4 when both nodes have one, else IPv6 when both have one.
 func underlay(a, b *member) (netip.Addr, bool) {
 	switch {
-	case a.in4.IsValid() && b.in4.IsValid():
-		return b.in4.Addr(), true
-	case a.in6.IsValid() && b.in6.IsValid():
-		return b.in6.Addr(), true
+	case a.InternalIP.IsValid() && b.InternalIP.IsValid():
+		return b.InternalIP.Addr(), true
+	case a.InternalIP6.IsValid() && b.InternalIP6.IsValid():
+		return b.InternalIP6.Addr(), true
 	}
 	return netip.Addr{}, false
 }
@@ -196,11 +205,11 @@ func (t *Topology) encapsulate(a, b *member) bool {
 	case EncapsulateAlways:
 		return true
 	case EncapsulateCrossSubnet:
-		if a.in4.IsValid() && b.in4.IsValid() {
-			return a.in4.Masked() != b.in4.Masked()
+		if a.InternalIP.IsValid() && b.InternalIP.IsValid() {
+			return a.InternalIP.Masked() != b.InternalIP.Masked()
 		}
-		if a.in6.IsValid() && b.in6.IsValid() {
-			return a.in6.Masked() != b.in6.Masked()
+		if a.InternalIP6.IsValid() && b.InternalIP6.IsValid() {
+			return a.InternalIP6.Masked() != b.InternalIP6.Masked()
 		}
 		return true
 	}

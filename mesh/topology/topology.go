@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -36,10 +37,10 @@ type Topology struct {
 
 	opts      Options
 	members   map[string]*member
-	peerIdx   map[string]int      // peer name -> index in Peers
-	excluded  map[string]string   // "node:NAME" / "peer:NAME" -> reason
-	locations map[string][]string // group key -> node names in election order
-	endpoints []netip.Addr        // every WireGuard endpoint address of the mesh, sorted
+	peerIdx   map[string]int    // peer name -> index in Peers
+	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
+	groups    map[segKey]group  // the location groups
+	endpoints []netip.Addr      // every WireGuard endpoint address of the mesh, sorted
 }
 
 // Segment is a set of nodes that share one WireGuard identity toward the
@@ -70,8 +71,8 @@ type Segment struct {
 	// this segment carries (also in AllowedIPs).
 	AllowedLocationIPs []netip.Prefix
 
-	key     string    // hash key: "location:NAME" or "node:NAME"
-	group   string    // location group key (segments of one group talk natively)
+	key     segKey    // the segment's key (hashed as "location:NAME" or "node:NAME")
+	group   segKey    // location group (segments of one group talk natively)
 	public  bool      // the leader has a public endpoint
 	members []*member // the members behind Nodes, in the same order
 }
@@ -134,9 +135,9 @@ func (t *Topology) IsLeader(node string) bool {
 // every node leads its own segment, the node that would lead the location.
 // A node without location is looked up by its own name.
 func (t *Topology) Leader(location string) (Node, bool) {
-	for _, key := range []string{locationKey(location), nodeKey(location)} {
-		if names := t.locations[key]; len(names) > 0 {
-			return *t.members[names[0]].Node, true
+	for _, key := range [2]segKey{{name: location}, {name: location, node: true}} {
+		if g, ok := t.groups[key]; ok {
+			return *g.leader.Node, true
 		}
 	}
 	return Node{}, false
@@ -194,14 +195,25 @@ func (t *Topology) mates(m *member) []*member {
 	if t.opts.Granularity == FullGranularity {
 		return nil
 	}
-	var out []*member
-	for _, name := range t.locations[m.group] {
-		if name != m.Name {
-			out = append(out, t.members[name])
-		}
+	g := t.groups[m.group].members
+	i := slices.Index(g, m)
+	return slices.Concat(g[:i:i], g[i+1:])
+}
+
+// sortedGroups returns the location groups sorted by key.
+func (t *Topology) sortedGroups() []group {
+	keys := slices.SortedFunc(maps.Keys(t.groups), segKey.compare)
+	out := make([]group, len(keys))
+	for i, k := range keys {
+		out[i] = t.groups[k]
 	}
-	slices.SortFunc(out, func(a, b *member) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// group is a location group: the nodes of one location, or a node alone.
+type group struct {
+	members []*member // by name
+	leader  *member   // the first in election order
 }
 
 // remote reports whether segment s is reached through WireGuard from a

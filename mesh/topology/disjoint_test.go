@@ -1,0 +1,123 @@
+package topology
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+)
+
+// TestDisjointClaimsSweep checks which claim sets the sweep accepts: none
+// of the claims may overlap another, but for the same endpoint claimed
+// twice, of which the oldest is kept.
+func TestDisjointClaimsSweep(t *testing.T) {
+	pod := func(p string) claim { return claim{prefix: pfx(p), kind: claimPod, name: "pod " + p} }
+	in := func(p string) claim { return claim{prefix: pfx(p), kind: claimInternal, name: "internal " + p} }
+	ep := func(p, name string) claim { return claim{prefix: pfx(p), kind: claimEndpoint, name: name} }
+	for _, tc := range []struct {
+		name   string
+		claims []claim
+		ok     bool
+		want   []claim // the claims kept, sorted; nil for the claims
+	}{
+		{name: "none", ok: true},
+		{name: "one", claims: []claim{pod("10.0.0.0/24")}, ok: true},
+		{name: "disjoint, unsorted", claims: []claim{pod("10.0.1.0/24"), in("192.168.0.1/32"), pod("10.0.0.0/24")}, ok: true,
+			want: []claim{pod("10.0.0.0/24"), pod("10.0.1.0/24"), in("192.168.0.1/32")}},
+		{name: "adjacent, an address inside the second", claims: []claim{pod("10.0.0.0/25"), pod("10.0.0.128/25"), in("10.0.1.0/32"), in("10.0.0.255/32")}, ok: false},
+		{name: "adjacent, disjoint", claims: []claim{pod("10.0.0.0/25"), pod("10.0.0.128/25"), in("10.0.1.0/32")}, ok: true,
+			want: []claim{pod("10.0.0.0/25"), pod("10.0.0.128/25"), in("10.0.1.0/32")}},
+		{name: "same prefix twice", claims: []claim{pod("10.0.0.0/24"), pod("10.0.0.0/24")}, ok: false},
+		{name: "same address, other length", claims: []claim{pod("10.0.0.0/24"), in("10.0.0.0/32")}, ok: false},
+		{name: "nested", claims: []claim{pod("10.0.0.0/16"), in("10.0.3.4/32")}, ok: false},
+		{name: "nested, inner first", claims: []claim{in("10.0.3.4/32"), pod("10.0.0.0/16")}, ok: false},
+		{name: "nested after a disjoint one", claims: []claim{pod("10.0.0.0/16"), pod("10.1.0.0/24"), in("10.0.255.255/32")}, ok: false},
+		{name: "everything", claims: []claim{pod("0.0.0.0/0"), pod("255.255.255.255/32")}, ok: false},
+		{name: "IPv4 and IPv6 do not overlap", claims: []claim{pod("::/0"), pod("0.0.0.0/0")}, ok: true,
+			want: []claim{pod("0.0.0.0/0"), pod("::/0")}},
+		{name: "IPv6 nested", claims: []claim{pod("fd00::/64"), in("fd00::1/128")}, ok: false},
+		{name: "IPv6 disjoint", claims: []claim{in("fd00::1/128"), pod("fd00:0:0:1::/64"), in("fd00::/128")}, ok: true,
+			want: []claim{in("fd00::/128"), in("fd00::1/128"), pod("fd00:0:0:1::/64")}},
+		{name: "IPv6 last addresses", claims: []claim{pod("ffff:ffff:ffff:ffff::/64"), in("ffff:ffff:ffff:fffe:ffff:ffff:ffff:ffff/128")}, ok: true,
+			want: []claim{in("ffff:ffff:ffff:fffe:ffff:ffff:ffff:ffff/128"), pod("ffff:ffff:ffff:ffff::/64")}},
+		{name: "same endpoint twice keeps the oldest", claims: []claim{ep("198.51.100.1/32", "b"), pod("10.0.0.0/24"), ep("198.51.100.1/32", "a")}, ok: true,
+			want: []claim{pod("10.0.0.0/24"), ep("198.51.100.1/32", "b")}},
+		{name: "endpoint inside a pod CIDR", claims: []claim{pod("10.0.0.0/24"), ep("10.0.0.1/32", "a")}, ok: false},
+		{name: "endpoint and internal IP", claims: []claim{in("10.0.0.1/32"), ep("10.0.0.1/32", "a")}, ok: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b disjointBuilder
+			for _, c := range tc.claims {
+				b.add(c)
+			}
+			d, ok := b.build()
+			if ok != tc.ok {
+				t.Fatalf("build() ok = %t, want %t", ok, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			want := tc.want
+			if want == nil {
+				want = tc.claims
+			}
+			if got := d.all(); !slices.Equal(got, want) {
+				t.Errorf("kept %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestClaimsFindWithDisjointBase checks find over a disjoint base and a
+// trie of newer claims against a scan of every claim, oldest first.
+func TestClaimsFindWithDisjointBase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	randPrefix := func() netip.Prefix {
+		if rng.IntN(4) == 0 {
+			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(rng.IntN(4)), 15: byte(rng.IntN(256))})
+			return netip.PrefixFrom(a, 112+rng.IntN(17)).Masked()
+		}
+		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(2)), byte(rng.IntN(4)), byte(rng.IntN(256))})
+		return netip.PrefixFrom(a, 20+rng.IntN(13)).Masked()
+	}
+	ignores := map[string]func(claim) bool{
+		"none":     nil,
+		"pods":     func(c claim) bool { return c.kind == claimPod },
+		"not pods": func(c claim) bool { return c.kind != claimPod },
+		"odd seg":  func(c claim) bool { return c.seg%2 == 1 },
+	}
+	for round := range 50 {
+		// A base of disjoint claims, drawn at random.
+		var b disjointBuilder
+		var all []claim
+		for i := range 40 {
+			c := claim{prefix: randPrefix(), kind: claimKind(i % 3), name: string(rune('a' + i%26)), seg: int32(i)}
+			if slices.ContainsFunc(all, func(o claim) bool { return o.prefix.Overlaps(c.prefix) }) {
+				continue
+			}
+			b.add(c)
+			all = append(all, c)
+		}
+		base, ok := b.build()
+		if !ok {
+			t.Fatalf("round %d: disjoint claims refused", round)
+		}
+		cs := newClaims()
+		cs.base = base
+		for i := range 40 {
+			c := claim{prefix: randPrefix(), kind: claimKind(3 + i%2), name: string(rune('A' + i%26)), seg: int32(i)}
+			cs.add(c)
+			all = append(all, c)
+			for range 5 {
+				q := randPrefix()
+				for name, ignore := range ignores {
+					got, ok := cs.find(q, ignore)
+					want, wantOK := linearFind(all, q, ignore)
+					if ok != wantOK || got != want {
+						t.Fatalf("round %d, %d claims, find(%s) ignoring %s = %+v, %t; want %+v, %t", round, len(all), q, name, got, ok, want, wantOK)
+					}
+				}
+			}
+		}
+	}
+}
