@@ -439,6 +439,9 @@ func TestDRActivePassiveExampleDRTakesOverWhenProductionIsLostAndLosesNothing(t 
 		t.Errorf("kilofed --context dr unjoin prod succeeded with production lost:\n%s", out)
 	} else {
 		t.Logf("kilofed --context dr unjoin prod: %v\n%s", err, out)
+		if !strings.Contains(out, "--local-only") {
+			t.Errorf("the failed unjoin does not point at --local-only:\n%s", out)
+		}
 	}
 
 	// DR lost nothing.
@@ -461,6 +464,28 @@ func TestDRActivePassiveExampleDRTakesOverWhenProductionIsLostAndLosesNothing(t 
 		t.Errorf("DR changed:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
 	}
 	t.Logf("DR before and after the loss (%d objects, the same):\n%s", len(after), strings.Join(after, "\n"))
+
+	// DR drops its side of the link alone, without reading production, and
+	// serves on unchanged.
+	if out, err := run("kilofed --context dr unjoin prod --local-only"); err != nil {
+		t.Errorf("kilofed --context dr unjoin prod --local-only: %v\n%s", err, out)
+	} else {
+		t.Logf("kilofed --context dr unjoin prod --local-only:\n%s", out)
+	}
+	if out, err := run("kubectl --context dr get remoteclusters.federation.kilofed.io -o name"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("DR's RemoteClusters after unjoin --local-only: %q, %v; want none", out, err)
+	}
+	if got, err := get(ctx, drURL, 3*time.Second); err != nil || answeredBy(got, drShop, "dr") != nil {
+		t.Errorf("DR's shop after unjoin --local-only: %q, %v", got, err)
+	}
+	if got, err := curl(ctx, dr, "shop", "deploy/shop", replicaURL); err != nil || answeredBy(got, drReplica, "dr") != nil {
+		t.Errorf("DR's export by its clusterset name after unjoin --local-only: %q, %v", got, err)
+	}
+	if unjoined, err := drState(ctx, dr, k); err != nil {
+		t.Error(err)
+	} else if !slices.Equal(after, unjoined) {
+		t.Errorf("DR changed with unjoin --local-only:\nbefore:\n%s\nafter:\n%s", strings.Join(after, "\n"), strings.Join(unjoined, "\n"))
+	}
 	t.Logf("total %v", time.Since(begin).Round(time.Millisecond))
 }
 

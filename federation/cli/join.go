@@ -122,14 +122,34 @@ func unjoinCommand() kgctl.Command {
 		Summary: "remove every link between this cluster and another (Peers, credentials, objects)",
 	}
 	c.Run = func(ctx context.Context, env *kgctl.Env, args []string) error {
-		var r remoteFlags
+		var (
+			r         remoteFlags
+			localOnly bool
+		)
 		fs := kgctl.NewFlagSet(env, c, `
 Remove, in both clusters, the RemoteCluster, the mirrored Peers and the
 credentials that link this cluster and CLUSTER_B. Links to other clusters and
-Peers written by users are not touched.`)
+Peers written by users are not touched.
+
+With --local-only, CLUSTER_B is the other cluster's ID (as kubectl get
+remoteclusters shows it) and only this cluster's side is removed, without
+reading the other one: the form for a cluster that is lost or unreachable.
+The other cluster's token stops working here at once; its side of the link
+stays until it is removed there.`)
 		r.register(fs)
+		fs.BoolVar(&localOnly, "local-only", false, "remove only this cluster's side of the link; CLUSTER_B is the other cluster's ID, which is not contacted")
 		if err := kgctl.ParseFlags(fs, args); err != nil {
 			return err
+		}
+		if localOnly {
+			if len(fs.Args()) != 1 || r.context != "" || r.kubeconfig != "" {
+				return fmt.Errorf("%w: --local-only takes the other cluster's ID as CLUSTER_B, and no --remote-context or --remote-kubeconfig", kgctl.ErrUsage)
+			}
+			local, err := kube.FromKubeconfig(env.Kubeconfig, env.Context)
+			if err != nil {
+				return fmt.Errorf("this cluster: %w", err)
+			}
+			return join.UnjoinLocal(ctx, local, fs.Args()[0], env.Stdout)
 		}
 		local, remote, err := r.clusters(env, fs.Args())
 		if err != nil {

@@ -257,6 +257,51 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		}
 	})
 
+	t.Run("UnjoinLocalOnlyRemovesThisSideAndRevokesTheOthersToken", func(t *testing.T) {
+		var s corev1.Secret
+		if err := prod.Client.Get(ctx, client.ObjectKey{Namespace: fedv1.Namespace, Name: join.AccountName("dr")}, &s); err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(dr.Config)
+		cfg.BearerToken = string(s.Data["token"])
+		asProd, err := kube.New("dr-as-prod", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAnnouncements := func() error {
+			return asProd.Client.List(ctx, &fedv1.AnnouncementList{}, client.InNamespace(fedv1.Namespace))
+		}
+		if err := readAnnouncements(); err != nil {
+			t.Fatalf("before: prod's token cannot read dr's Announcements: %v", err)
+		}
+		prodBefore := objects(ctx, t, prod)
+
+		var out bytes.Buffer
+		err = join.UnjoinLocal(ctx, dr, "nosuch", &out)
+		if err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "[prod]") {
+			t.Errorf("unjoin --local-only of an unknown cluster = %v, want an error naming it and the RemoteClusters [prod]", err)
+		}
+		if err := join.UnjoinLocal(ctx, dr, "prod", &out); err != nil {
+			t.Fatalf("unjoin --local-only: %v\n%s", err, &out)
+		}
+		t.Logf("unjoin --local-only:\n%s", &out)
+		for _, line := range objects(ctx, t, dr) {
+			if strings.Contains(line, join.AccountName("prod")) || strings.HasPrefix(line, "RemoteCluster ") {
+				t.Errorf("dr after unjoin --local-only: %s", line)
+			}
+		}
+		if d := cmp.Diff(prodBefore, objects(ctx, t, prod)); d != "" {
+			t.Errorf("unjoin --local-only in dr changed prod:\n%s", d)
+		}
+		// Its ServiceAccount is gone, and with it its Role's binding.
+		if err := readAnnouncements(); !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) {
+			t.Errorf("after: prod's token reads dr's Announcements: %v, want unauthorized or forbidden", err)
+		}
+		if err := join.UnjoinLocal(ctx, dr, "prod", &out); err == nil {
+			t.Errorf("a second unjoin --local-only succeeded: want no link to prod")
+		}
+	})
+
 	t.Run("UnjoinRemovesEverything", func(t *testing.T) {
 		user := &kilov1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "cluster-dr-ovhcloud"}, Spec: kilov1.PeerSpec{AllowedIPs: []string{"10.12.0.0/16"}, PublicKey: "kKfOoFVeD0ESbBW+6lFYVo5lsaN2CfGSI1uD8H6rcV0="}}
 		if err := prod.Client.Create(ctx, user); err != nil {

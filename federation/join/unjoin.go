@@ -27,6 +27,9 @@ func Unjoin(ctx context.Context, local, remote *kube.Cluster, out io.Writer) err
 	for i, c := range []*kube.Cluster{local, remote} {
 		id, err := discover.ClusterID(ctx, c.Client)
 		if err != nil {
+			if i == 1 {
+				return fmt.Errorf("read the ID of %s: %w; nothing removed. If %s is lost, remove this cluster's side of the link alone: kilofed unjoin <its cluster ID> --local-only", c.Name, err, c.Name)
+			}
 			return fmt.Errorf("read the ID of %s: %w", c.Name, err)
 		}
 		ids[i] = id
@@ -44,6 +47,68 @@ func Unjoin(ctx context.Context, local, remote *kube.Cluster, out io.Writer) err
 	}
 	p.verdict("unjoined %s and %s", ids[0], ids[1])
 	return nil
+}
+
+// UnjoinLocal removes only this cluster's side of its link to the cluster
+// whose ID is other: the RemoteCluster, the mirrored Peers, the token this
+// cluster held for other and the ServiceAccount other's token belongs to,
+// so that token stops working here at once. It reads nothing from other:
+// it is the form for a cluster that is lost or unreachable. Other's side
+// stays until it is removed there (UnjoinLocal or Unjoin once it is back).
+func UnjoinLocal(ctx context.Context, local *kube.Cluster, other string, out io.Writer) error {
+	p := progress{w: out}
+	linked, err := hasLink(ctx, local, other)
+	if err != nil {
+		return err
+	}
+	if !linked {
+		var rcs fedv1.RemoteClusterList
+		if err := local.Client.List(ctx, &rcs); err != nil {
+			return fmt.Errorf("%s has no link to %q; list its RemoteClusters: %w", local.Name, other, err)
+		}
+		names := make([]string, 0, len(rcs.Items))
+		for _, rc := range rcs.Items {
+			names = append(names, rc.Name)
+		}
+		return fmt.Errorf("%s has no link to a cluster %q (no RemoteCluster, mirrored Peer or credentials of that name); its RemoteClusters: %v: give the other cluster's ID as kubectl get remoteclusters shows it", local.Name, other, names)
+	}
+	p.step("removing %s's side of its link to %s (%s is not read)", local.Name, other, other)
+	if err := removeLink(ctx, local, other, &p); err != nil {
+		return fmt.Errorf("unjoin %s from %s: %w", local.Name, other, err)
+	}
+	p.verdict("%s no longer links to %s, and %s's token no longer works here. %s keeps its side of the link: once it is back, run `kilofed unjoin %s --local-only` there, or `kilofed join` to link them again", local.Name, other, other, other, localIDOr(ctx, local))
+	return nil
+}
+
+// hasLink reports whether c holds any object linking it to other.
+func hasLink(ctx context.Context, c *kube.Cluster, other string) (bool, error) {
+	name := AccountName(other)
+	for _, obj := range []client.Object{&fedv1.RemoteCluster{}, &corev1.Secret{}, &corev1.ServiceAccount{}} {
+		key := client.ObjectKey{Name: other}
+		if _, ok := obj.(*fedv1.RemoteCluster); !ok {
+			key = client.ObjectKey{Namespace: fedv1.Namespace, Name: name}
+		}
+		err := c.Client.Get(ctx, key, obj)
+		switch {
+		case err == nil:
+			return true, nil
+		case client.IgnoreNotFound(err) != nil:
+			return false, fmt.Errorf("read %T %s in %s: %w", obj, key.Name, c.Name, err)
+		}
+	}
+	var peers kilov1.PeerList
+	if err := c.Client.List(ctx, &peers, client.MatchingLabels{mirror.LabelRemote: other, mirror.LabelManagedBy: mirror.ManagedBy}); err != nil {
+		return false, fmt.Errorf("list the Peers mirrored from %s in %s: %w", other, c.Name, err)
+	}
+	return len(peers.Items) > 0, nil
+}
+
+// localIDOr returns c's cluster ID, or its name when it cannot be read.
+func localIDOr(ctx context.Context, c *kube.Cluster) string {
+	if id, err := discover.ClusterID(ctx, c.Client); err == nil {
+		return id
+	}
+	return c.Name
 }
 
 // removeLink deletes in c what links it to other, both ways.
