@@ -124,20 +124,23 @@ func (a *allocator) offsetOf(addr netip.Addr) uint64 {
 // it in every case once its nodes announce it.
 func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 	type homed struct {
-		seg  *Segment
 		home uint64
+		seg  int32 // index in segs
 	}
 	todo := make([]homed, 0, len(segs))
 	for i := range segs {
 		if s := &segs[i]; !s.WireGuardIP.IsValid() {
-			todo = append(todo, homed{seg: s, home: a.homeOf(s.key)})
+			todo = append(todo, homed{home: a.homeOf(s.key), seg: int32(i)})
 		}
 	}
 	slices.SortFunc(todo, func(x, y homed) int {
-		return cmp.Or(cmp.Compare(x.home, y.home), x.seg.key.compare(y.seg.key))
+		if x.home != y.home {
+			return cmp.Compare(x.home, y.home)
+		}
+		return segs[x.seg].key.compare(segs[y.seg].key)
 	})
 	for _, h := range todo {
-		s := h.seg
+		s := &segs[h.seg]
 		if addr, ok := a.probe(h.home); ok {
 			a.assign(s, addr)
 			continue

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"iter"
 	"net/netip"
 	"slices"
 )
@@ -137,6 +138,22 @@ func (c claim6) prefix() netip.Prefix {
 func (d *disjoint) claim(p netip.Prefix, ref int) claim {
 	r := d.refs[ref]
 	return claim{prefix: p, name: r.name, seg: r.seg, kind: r.kind}
+}
+
+// ranges yields the prefix and the rest of every claim of d, sorted.
+func (d *disjoint) ranges() iter.Seq2[netip.Prefix, claimRef] {
+	return func(yield func(netip.Prefix, claimRef) bool) {
+		for _, k := range d.v4 {
+			if !yield(keyPrefix4(k), d.refs[d.v4ref(k)]) {
+				return
+			}
+		}
+		for _, c := range d.v6 {
+			if !yield(c.prefix(), d.refs[c.ref]) {
+				return
+			}
+		}
+	}
 }
 
 // all returns every claim of d, sorted.

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -13,8 +14,10 @@ import (
 type keyHolders map[wgconf.Key][]string
 
 func holdersOf(nodes []Node, peers []Peer) keyHolders {
-	// Most keys have one holder: count them first, and name the holders of
-	// the few shared ones only.
+	if !mayShareKeys(nodes, peers) {
+		return nil
+	}
+	// Count the keys, and name the holders of the shared ones only.
 	count := make(map[wgconf.Key]int, len(nodes)+len(peers))
 	anyShared := false
 	see := func(name string, key wgconf.Key) {
@@ -59,6 +62,31 @@ func holdersOf(nodes []Node, peers []Peer) keyHolders {
 		slices.Sort(h[k])
 	}
 	return h
+}
+
+// mayShareKeys reports whether two named nodes or peers may publish the
+// same key: whether two keys begin with the same 8 bytes. Keys are random,
+// so it is almost always false, found with one sort of plain numbers.
+func mayShareKeys(nodes []Node, peers []Peer) bool {
+	heads := make([]uint64, 0, len(nodes)+len(peers))
+	see := func(name string, key wgconf.Key) {
+		if name != "" && !key.IsZero() {
+			heads = append(heads, binary.BigEndian.Uint64(key[:8]))
+		}
+	}
+	for i := range nodes {
+		see(nodes[i].Name, nodes[i].Key)
+	}
+	for i := range peers {
+		see(peers[i].Name, peers[i].PublicKey)
+	}
+	slices.Sort(heads)
+	for i := 1; i < len(heads); i++ {
+		if heads[i] == heads[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeClash returns the holders of key other than the node or peer

@@ -94,3 +94,30 @@ func TestCopiedKeyEvictsNobody(t *testing.T) {
 		})
 	}
 }
+
+// TestMayShareKeys checks the quick test holdersOf starts with: it may
+// answer yes for keys that only begin alike, never no for a shared key.
+func TestMayShareKeys(t *testing.T) {
+	alike := testKey("a")
+	alike[31] ^= 1 // the same first 8 bytes, another key
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		peers []Peer
+		want  bool
+	}{
+		{name: "nobody"},
+		{name: "distinct", nodes: []Node{{Name: "a", Key: testKey("a")}, {Name: "b", Key: testKey("b")}}, peers: []Peer{{Name: "p", PublicKey: testKey("p")}}},
+		{name: "two nodes", nodes: []Node{{Name: "a", Key: testKey("a")}, {Name: "b", Key: testKey("a")}}, want: true},
+		{name: "a node and a peer", nodes: []Node{{Name: "a", Key: testKey("a")}}, peers: []Peer{{Name: "p", PublicKey: testKey("a")}}, want: true},
+		{name: "keys that begin alike", nodes: []Node{{Name: "a", Key: testKey("a")}, {Name: "b", Key: alike}}, want: true},
+		{name: "zero keys do not count", nodes: []Node{{Name: "a"}, {Name: "b"}}},
+		{name: "unnamed holders do not count", nodes: []Node{{Name: "a", Key: testKey("a")}, {Key: testKey("a")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mayShareKeys(tc.nodes, tc.peers); got != tc.want {
+				t.Errorf("mayShareKeys = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,9 +1,9 @@
 package topology
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // New computes the mesh of nodes and peers. It fails only when opts are
@@ -47,7 +47,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
 	t.assignLocationIPs(cs, &ps)
 	alloc.assignHashed(t.Segments, &ps)
-	t.finish(accepted)
+	t.finish(accepted, cs.base)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {
 		if p.Severity == Excluded {
@@ -60,19 +60,22 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 // buildSegments groups members, sorted by name, into location groups and
 // segments, and elects their leaders.
 func (t *Topology) buildSegments(members []*member) {
-	var order []segKey // groups in order of their first member
+	index := make(map[segKey]int) // in groups
+	var groups []group            // in order of their first member
 	for _, m := range members {
 		t.members[m.Name] = m
-		g, ok := t.groups[m.group]
+		i, ok := index[m.group]
 		if !ok {
-			order = append(order, m.group)
+			i = len(groups)
+			index[m.group] = i
+			groups = append(groups, group{})
 		}
-		g.members = append(g.members, m) // by name, as members
-		t.groups[m.group] = g
+		groups[i].members = append(groups[i].members, m) // by name, as members
 	}
-	for k, g := range t.groups {
+	for i := range groups {
+		g := &groups[i]
 		g.leader = elect(g.members)
-		t.groups[k] = g
+		t.groups[g.members[0].group] = *g
 	}
 	if t.opts.Granularity != LocationGranularity {
 		// A segment per node, by name as members.
@@ -84,12 +87,17 @@ func (t *Topology) buildSegments(members []*member) {
 	}
 	// A segment per group, by name then key (a location before a node
 	// of the same name).
-	slices.SortFunc(order, func(a, b segKey) int { return cmp.Or(cmp.Compare(a.name, b.name), boolFirst(!a.node, !b.node)) })
-	if len(order) > 0 {
-		t.Segments = make([]Segment, 0, len(order))
+	slices.SortFunc(groups, func(a, b group) int {
+		x, y := a.members[0].group, b.members[0].group
+		if x.name != y.name {
+			return strings.Compare(x.name, y.name)
+		}
+		return boolFirst(!x.node, !y.node)
+	})
+	if len(groups) > 0 {
+		t.Segments = make([]Segment, 0, len(groups))
 	}
-	for _, k := range order {
-		g := t.groups[k]
+	for _, g := range groups {
 		t.addSegment(g.members, g.leader)
 	}
 }
@@ -116,8 +124,9 @@ func (t *Topology) addSegment(ms []*member, leader *member) {
 
 // finish fills the segments' nodes and allowed IPs and the lookup tables.
 // A segment whose nodes are adjacent in accepted (every member's Node, by
-// name) takes its Nodes from there; the others get copies.
-func (t *Topology) finish(accepted []Node) {
+// name) takes its Nodes from there; the others get copies. When the nodes'
+// ranges are base, none overlapping another, they come sorted from there.
+func (t *Topology) finish(accepted []Node, base *disjoint) {
 	size := func(s *Segment) int {
 		n := len(s.AllowedLocationIPs) + 1
 		for _, m := range s.members {
@@ -130,19 +139,40 @@ func (t *Topology) finish(accepted []Node) {
 		total += size(&t.Segments[i])
 	}
 	arena := newPrefixArena(total)
+	endpoints := make([]netip.Addr, 0, len(t.Segments)+len(t.Peers))
+	for i := range t.Segments {
+		t.Segments[i].AllowedIPs = arena.take(size(&t.Segments[i]))
+	}
+	if base != nil {
+		for p, r := range base.ranges() {
+			if r.kind == claimPod || r.kind == claimInternal {
+				s := &t.Segments[r.seg]
+				s.AllowedIPs = append(s.AllowedIPs, p)
+			}
+		}
+	}
 	for i := range t.Segments {
 		s := &t.Segments[i]
-		ips := arena.take(size(s))
-		ips = append(ips, s.AllowedLocationIPs...)
+		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own
+		var wg []netip.Prefix
 		if s.WireGuardIP.IsValid() {
-			ips = append(ips, hostPrefix(s.WireGuardIP.Addr()))
+			wg = []netip.Prefix{hostPrefix(s.WireGuardIP.Addr())}
+		}
+		if base != nil {
+			s.AllowedIPs = insertSorted(insertSorted(s.AllowedIPs, s.AllowedLocationIPs), wg)
+		} else {
+			ips := append(s.AllowedIPs, s.AllowedLocationIPs...)
+			ips = append(ips, wg...)
+			for _, m := range s.members {
+				ips = m.appendAllowed(ips)
+			}
+			s.AllowedIPs = sortPrefixes(ips)
 		}
 		first, adjacent := int(s.members[0].idx), true
 		for j, m := range s.members {
 			adjacent = adjacent && int(m.idx) == first+j
-			ips = m.appendAllowed(ips)
 			if j == s.Leader && m.Endpoint != nil && m.Endpoint.Addr.Addr().IsValid() {
-				t.endpoints = append(t.endpoints, m.Endpoint.Addr.Addr())
+				endpoints = append(endpoints, m.Endpoint.Addr.Addr())
 			}
 		}
 		if end := first + len(s.members); adjacent {
@@ -153,15 +183,12 @@ func (t *Topology) finish(accepted []Node) {
 				s.Nodes[j] = *m.Node
 			}
 		}
-		s.AllowedIPs = sortPrefixes(ips)
-		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own
 	}
 	for i, p := range t.Peers {
 		t.peerIdx[p.Name] = i
 		if p.Endpoint != nil && p.Endpoint.Addr.Addr().IsValid() {
-			t.endpoints = append(t.endpoints, p.Endpoint.Addr.Addr())
+			endpoints = append(endpoints, p.Endpoint.Addr.Addr())
 		}
 	}
-	slices.SortFunc(t.endpoints, netip.Addr.Compare)
-	t.endpoints = slices.Compact(t.endpoints)
+	t.endpoints = newAddrSet(endpoints)
 }

@@ -312,13 +312,18 @@ func anyReady(ms []*member) bool {
 // any node of the location is ready.
 func electionCompare(anyReady bool) func(a, b *member) int {
 	return func(a, b *member) int {
-		return cmp.Or(
-			boolFirst(a.Ready || !anyReady, b.Ready || !anyReady),
-			boolFirst(a.Leader, b.Leader),
-			boolFirst(a.public, b.public),
-			sinceFirst(a.Since, b.Since),
-			cmp.Compare(a.Name, b.Name),
-		)
+		switch {
+		case a.Ready != b.Ready && anyReady:
+			return boolFirst(a.Ready, b.Ready)
+		case a.Leader != b.Leader:
+			return boolFirst(a.Leader, b.Leader)
+		case a.public != b.public:
+			return boolFirst(a.public, b.public)
+		}
+		if c := sinceFirst(a.Since, b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
 	}
 }
 

@@ -70,6 +70,25 @@ func sortPrefixes(ps []netip.Prefix) []netip.Prefix {
 	return ps[:len(keys)]
 }
 
+// insertSorted merges add into ps, both sorted and without duplicates,
+// in place (ps has room for add), and drops the duplicates; nil when
+// nothing is left.
+func insertSorted(ps, add []netip.Prefix) []netip.Prefix {
+	i, j := len(ps)-1, len(add)-1
+	ps = ps[:len(ps)+len(add)]
+	for k := len(ps) - 1; j >= 0; k-- { // from the end, the largest first
+		if i >= 0 && compareMasked(ps[i], add[j]) > 0 {
+			ps[k], i = ps[i], i-1
+		} else {
+			ps[k], j = add[j], j-1
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return slices.Compact(ps)
+}
+
 // prefixKey is a zoneless prefix as plain numbers.
 type prefixKey struct {
 	hi, lo uint64 // address bits (see addrBits)

@@ -8,7 +8,12 @@ import (
 func nodeClaims(members []*member) int {
 	n := 0
 	for _, m := range members {
-		n += len(m.PodCIDRs) + 4 // internal IPs, external IP, endpoint
+		n += len(m.PodCIDRs)
+		for _, a := range [4]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP, m.Endpoint.Addr.Addr()} {
+			if a.IsValid() {
+				n++
+			}
+		}
 	}
 	return n
 }

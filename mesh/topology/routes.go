@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 )
@@ -119,13 +120,44 @@ func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 	if slices.ContainsFunc(p.m.PodCIDRs, dst.Overlaps) || slices.ContainsFunc(p.own, dst.Contains) {
 		return true
 	}
-	return outside && containsAny(p.t.endpoints, dst)
+	return outside && p.t.endpoints.containsAny(dst)
 }
 
-// containsAny reports whether dst holds one of the sorted addresses.
-func containsAny(sorted []netip.Addr, dst netip.Prefix) bool {
-	i, _ := slices.BinarySearchFunc(sorted, dst.Masked().Addr(), netip.Addr.Compare)
-	return i < len(sorted) && dst.Contains(sorted[i])
+// addrSet is a set of addresses sorted for containsAny.
+type addrSet struct {
+	v4 []uint32
+	v6 []netip.Addr
+}
+
+// newAddrSet returns the set of addrs, all valid.
+func newAddrSet(addrs []netip.Addr) addrSet {
+	var s addrSet
+	for _, a := range addrs {
+		if a.Is4() {
+			b := a.As4()
+			s.v4 = append(s.v4, binary.BigEndian.Uint32(b[:]))
+		} else {
+			s.v6 = append(s.v6, a)
+		}
+	}
+	slices.Sort(s.v4)
+	slices.SortFunc(s.v6, netip.Addr.Compare)
+	s.v4, s.v6 = slices.Compact(s.v4), slices.Compact(s.v6)
+	return s
+}
+
+// containsAny reports whether dst holds one of the addresses of s.
+func (s addrSet) containsAny(dst netip.Prefix) bool {
+	dst = dst.Masked()
+	if dst.Addr().Is4() {
+		b := dst.Addr().As4()
+		first := binary.BigEndian.Uint32(b[:])
+		last := first | uint32(1<<(32-dst.Bits())-1)
+		i, _ := slices.BinarySearch(s.v4, first)
+		return i < len(s.v4) && s.v4[i] <= last
+	}
+	i, _ := slices.BinarySearchFunc(s.v6, dst.Addr(), netip.Addr.Compare)
+	return i < len(s.v6) && dst.Contains(s.v6[i])
 }
 
 func (p *plan) add(r Route) { p.routes = append(p.routes, r) }
@@ -255,6 +287,12 @@ func compareRouteKeys(a, b routeKey) int {
 	return cmp.Compare(a.i, b.i)
 }
 
+// route4Key is a routeKey for IPv4 routes in two words: the destination's
+// address and length, then the table and the index.
+type route4Key struct {
+	dst, rest uint64
+}
+
 // sortRoutes sorts routes in place by destination then table and keeps
 // the first added of those with the same destination and table; nil for
 // none.
@@ -262,22 +300,57 @@ func sortRoutes(routes []Route) []Route {
 	if len(routes) == 0 {
 		return nil
 	}
+	permute(routes, routeOrder(routes))
+	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
+}
+
+// routeOrder returns the indexes of routes in sorted order.
+func routeOrder(routes []Route) []int {
+	order := make([]int, len(routes))
+	short := uint64(len(routes)) < 1<<32
+	for _, r := range routes {
+		short = short && r.Dst.Addr().Is4() && r.Table >= 0 && uint64(r.Table) < 1<<32
+	}
+	if short { // the common case, sorted with less work
+		keys := make([]route4Key, len(routes))
+		for i, r := range routes {
+			hi, _ := addrBits(r.Dst.Masked().Addr())
+			keys[i] = route4Key{dst: hi | uint64(r.Dst.Bits()), rest: uint64(r.Table)<<32 | uint64(i)}
+		}
+		slices.SortFunc(keys, func(a, b route4Key) int {
+			if a.dst != b.dst {
+				return cmp.Compare(a.dst, b.dst)
+			}
+			return cmp.Compare(a.rest, b.rest)
+		})
+		for k, key := range keys {
+			order[k] = int(key.rest & (1<<32 - 1))
+		}
+		return order
+	}
 	keys := make([]routeKey, len(routes))
 	for i, r := range routes {
 		hi, lo := addrBits(r.Dst.Masked().Addr())
 		keys[i] = routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table, i: i}
 	}
 	slices.SortFunc(keys, compareRouteKeys)
-	// Put routes[keys[k].i] at k, in place, one cycle of the permutation
-	// at a time; a done position has its key's index set to -1.
-	for k := range keys {
-		if keys[k].i < 0 {
+	for k, key := range keys {
+		order[k] = key.i
+	}
+	return order
+}
+
+// permute puts routes[order[k]] at k, in place, one cycle of the
+// permutation at a time; a done position has its order set to -1.
+func permute(routes []Route, order []int) {
+	for k := range order {
+		if order[k] < 0 {
 			continue
 		}
 		held, j := routes[k], k
 		for {
-			src := keys[j].i
-			keys[j].i = -1
+			src := order[j]
+			order[j] = -1
 			if src == k {
 				routes[j] = held
 				break
@@ -285,5 +358,4 @@ func sortRoutes(routes []Route) []Route {
 			routes[j], j = routes[src], src
 		}
 	}
-	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
 }

@@ -40,7 +40,7 @@ type Topology struct {
 	peerIdx   map[string]int    // peer name -> index in Peers
 	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
 	groups    map[segKey]group  // the location groups
-	endpoints []netip.Addr      // every WireGuard endpoint address of the mesh, sorted
+	endpoints addrSet           // every WireGuard endpoint address of the mesh
 }
 
 // Segment is a set of nodes that share one WireGuard identity toward the

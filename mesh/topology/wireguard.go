@@ -2,6 +2,8 @@ package topology
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"time"
@@ -41,26 +43,39 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	// rather than the peer configurations, and their allowed IPs share one
 	// array.
 	type ref struct {
-		key  wgconf.Key
-		seg  int // index in t.Segments, or -1 for the Peer t.Peers[peer]
-		peer int
+		head uint64 // the key's first 8 bytes
+		seg  int32  // index in t.Segments, or -1 for the Peer t.Peers[peer]
+		peer int32
+	}
+	key := func(r ref) wgconf.Key {
+		if r.seg < 0 {
+			return t.Peers[r.peer].PublicKey
+		}
+		return t.Segments[r.seg].Key()
 	}
 	refs := make([]ref, 0, len(t.Segments)+len(t.Peers))
 	n := 0
 	for i := range t.Segments {
 		if s := &t.Segments[i]; remote(own, s) {
-			refs = append(refs, ref{key: s.Key(), seg: i})
+			k := s.Key()
+			refs = append(refs, ref{head: binary.BigEndian.Uint64(k[:8]), seg: int32(i)})
 			n += len(s.AllowedIPs)
 		}
 	}
 	for i, p := range t.Peers {
 		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
-			refs = append(refs, ref{key: p.PublicKey, seg: -1, peer: i})
+			refs = append(refs, ref{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
 			n += len(p.AllowedIPs)
 		}
 	}
 	arena := newPrefixArena(n)
-	slices.SortFunc(refs, func(a, b ref) int { return bytes.Compare(a.key[:], b.key[:]) })
+	slices.SortFunc(refs, func(a, b ref) int {
+		if a.head != b.head {
+			return cmp.Compare(a.head, b.head)
+		}
+		ka, kb := key(a), key(b)
+		return bytes.Compare(ka[:], kb[:])
+	})
 	if len(refs) > 0 {
 		c.Peers = make([]wgconf.Peer, 0, len(refs))
 	}
@@ -72,7 +87,7 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		}
 		s := &t.Segments[r.seg]
 		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive), arena.clone(s.AllowedIPs))
-		if r.seg == gateway {
+		if int(r.seg) == gateway {
 			for _, p := range relayed {
 				pc.AllowedIPs = append(pc.AllowedIPs, p.AllowedIPs...)
 			}
