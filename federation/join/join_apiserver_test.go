@@ -278,7 +278,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 
 		var out bytes.Buffer
 		err = join.UnjoinLocal(ctx, dr, "nosuch", &out)
-		if err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "[prod]") {
+		if err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "links to [prod]") {
 			t.Errorf("unjoin --local-only of an unknown cluster = %v, want an error naming it and the RemoteClusters [prod]", err)
 		}
 		if err := join.UnjoinLocal(ctx, dr, "prod", &out); err != nil {

@@ -28,7 +28,7 @@ func Unjoin(ctx context.Context, local, remote *kube.Cluster, out io.Writer) err
 		id, err := discover.ClusterID(ctx, c.Client)
 		if err != nil {
 			if i == 1 {
-				return fmt.Errorf("read the ID of %s: %w; nothing removed. If %s is lost, remove this cluster's side of the link alone: kilofed unjoin <its cluster ID> --local-only", c.Name, err, c.Name)
+				return fmt.Errorf("read the ID of %s: %w; nothing removed. If %s is lost, remove this cluster's side of the link alone: kilofed unjoin <its cluster ID> --local-only (this cluster links to %v)", c.Name, err, c.Name, remoteIDs(ctx, local))
 			}
 			return fmt.Errorf("read the ID of %s: %w", c.Name, err)
 		}
@@ -62,15 +62,7 @@ func UnjoinLocal(ctx context.Context, local *kube.Cluster, other string, out io.
 		return err
 	}
 	if !linked {
-		var rcs fedv1.RemoteClusterList
-		if err := local.Client.List(ctx, &rcs); err != nil {
-			return fmt.Errorf("%s has no link to %q; list its RemoteClusters: %w", local.Name, other, err)
-		}
-		names := make([]string, 0, len(rcs.Items))
-		for _, rc := range rcs.Items {
-			names = append(names, rc.Name)
-		}
-		return fmt.Errorf("%s has no link to a cluster %q (no RemoteCluster, mirrored Peer or credentials of that name); its RemoteClusters: %v: give the other cluster's ID as kubectl get remoteclusters shows it", local.Name, other, names)
+		return fmt.Errorf("%s has no link to a cluster %q (no RemoteCluster, mirrored Peer or credentials of that name); it links to %v: give the other cluster's ID as kubectl get remoteclusters shows it", local.Name, other, remoteIDs(ctx, local))
 	}
 	p.step("removing %s's side of its link to %s (%s is not read)", local.Name, other, other)
 	if err := removeLink(ctx, local, other, &p); err != nil {
@@ -101,6 +93,20 @@ func hasLink(ctx context.Context, c *kube.Cluster, other string) (bool, error) {
 		return false, fmt.Errorf("list the Peers mirrored from %s in %s: %w", other, c.Name, err)
 	}
 	return len(peers.Items) > 0, nil
+}
+
+// remoteIDs returns the names of c's RemoteClusters (the IDs of the
+// clusters it links to), or why they cannot be listed.
+func remoteIDs(ctx context.Context, c *kube.Cluster) any {
+	var rcs fedv1.RemoteClusterList
+	if err := c.Client.List(ctx, &rcs); err != nil {
+		return fmt.Sprintf("(RemoteClusters not listed: %v)", err)
+	}
+	names := make([]string, 0, len(rcs.Items))
+	for _, rc := range rcs.Items {
+		names = append(names, rc.Name)
+	}
+	return names
 }
 
 // localIDOr returns c's cluster ID, or its name when it cannot be read.
