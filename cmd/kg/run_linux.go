@@ -13,10 +13,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -328,6 +330,7 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		cfg.Election = backend
 		cfg.LeaseDuration = o.leaseDuration
 		cfg.Probe = agent.HTTPProbe(listenPort(o.listen))
+		cfg.TunnelProbe = agent.HTTPTunnelProbe(listenPort(o.listen), bindToDevice(o.iface))
 	}
 	if dp.fw != nil {
 		cfg.Firewall = dp.fw
@@ -336,6 +339,22 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		cfg.Encap = dp.enc
 	}
 	return cfg
+}
+
+// bindToDevice returns a dialer control that binds the socket to link, so
+// that the tunnel check's probes leave through the WireGuard link as the
+// location's traffic does (its routes send the WireGuard subnet there too).
+func bindToDevice(link string) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = unix.BindToDevice(int(fd), link) }); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return fmt.Errorf("bind the probe to %s: %w", link, err)
+		}
+		return nil
+	}
 }
 
 // listenPort returns the port of --listen (1107 when it has none).

@@ -3,14 +3,23 @@
 package mesh
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netns"
 
 	"github.com/kilofed/kilofed/e2e/lab"
 )
@@ -150,7 +159,8 @@ const failoverBound = 10 * time.Second
 
 // failover waits until loc has one leader that pods of other locations
 // reach the other node of loc through, kills that leader (or cuts it off
-// its LAN, or turns its IPv4 forwarding off), and measures how long until
+// its LAN, turns its IPv4 forwarding off, or black-holes its tunnels, after
+// which it must not take the lead back), and measures how long until
 // a pod on the other node of loc answers again from a pod in another
 // location and from a pod behind NAT. It fails t when
 // traffic is not back within bound.
@@ -167,6 +177,19 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 		if _, err := get(ctx, l, c, from, target, 60*time.Second); err != nil {
 			t.Fatalf("before failover, %s -> echo-%s: %v", from, survivor.Name, err)
 		}
+	}
+	sources := map[string]netns.NsHandle{}
+	for _, from := range []string{"echo-scw-1", "echo-dc-1"} {
+		ns, err := c.PodNamespace(ctx, "default", from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := netns.GetFromName(ns.Name)
+		if err != nil {
+			t.Fatalf("open the network namespace of %s: %v", from, err)
+		}
+		defer h.Close()
+		sources[from] = h
 	}
 	start := time.Now()
 	switch how {
@@ -186,18 +209,16 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 			t.Fatal(err)
 		}
 		defer func() { _ = setIPForward(context.WithoutCancel(ctx), leader, true) }()
-	}
-	restored := map[string]time.Duration{}
-	for deadline := start.Add(bound); len(restored) < 2 && time.Now().Before(deadline); {
-		for _, from := range []string{"echo-scw-1", "echo-dc-1"} {
-			if _, ok := restored[from]; ok {
-				continue
-			}
-			if got, err := probe(ctx, l, c, from, target, 500*time.Millisecond); err == nil && got == "echo-"+survivor.Name {
-				restored[from] = time.Since(start)
-			}
+	case "tunnels-blackholed":
+		// Ready, its agent alive, kilo0 up, forwarding on, its LAN fine,
+		// but nothing goes through its tunnels (the UDP of WireGuard
+		// dropped both ways): only a check through the tunnels sees it.
+		if err := blackholeWireGuard(ctx, leader, true); err != nil {
+			t.Fatal(err)
 		}
+		defer func() { _ = blackholeWireGuard(context.WithoutCancel(ctx), leader, false) }()
 	}
+	restored := restoredAfter(ctx, start, bound, "echo-"+survivor.Name, target, sources)
 	if len(restored) < 2 {
 		t.Fatalf("after the %s of leader %s, traffic to %s was not restored within %v (restored: %v)", how, leader.Name, survivor.Name, bound, restored)
 	}
@@ -206,14 +227,182 @@ func failover(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as 
 	for name, p := range as {
 		log, _ := os.ReadFile(p.LogPath)
 		for _, line := range strings.Split(string(log), "\n") {
-			if strings.Contains(line, "leader changed") || strings.Contains(line, "not forwarding") || strings.Contains(line, "Received handshake response") {
+			if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(strings.Fields(line + " x")[0], "time=")); err == nil && at.Before(start.Add(-time.Second)) {
+				continue // an earlier mesh of the same lab
+			}
+			if strings.Contains(line, "giving up the lead") || strings.Contains(line, "leader changed") || strings.Contains(line, "not forwarding") || strings.Contains(line, "Received handshake response") ||
+				strings.Contains(line, "took the lead") || strings.Contains(line, "does not answer probes") || strings.Contains(line, "no tunnel answers") {
 				t.Logf("  %s: %s", name, line)
 			}
 		}
 	}
 	t.Logf("leader %s of %s (%s): traffic to %s restored from scaleway after %v, from behind NAT after %v",
 		leader.Name, loc, how, survivor.Name, restored["echo-scw-1"].Round(time.Millisecond), restored["echo-dc-1"].Round(time.Millisecond))
+	if how == "tunnels-blackholed" {
+		checkLeadStaysWith(ctx, t, l, c, as, survivor, leader, target)
+	}
 	return worst
+}
+
+// blackholeWireGuard drops (on) or stops dropping (off) every WireGuard
+// packet to and from node n, in n's namespace only: the raw table, which
+// kg's firewall does not touch, ahead of its chains.
+func blackholeWireGuard(ctx context.Context, n *lab.Node, on bool) error {
+	op := "-I"
+	if !on {
+		op = "-D"
+	}
+	port := strconv.Itoa(wireGuardPort)
+	for _, rule := range [][]string{
+		{"PREROUTING", "-p", "udp", "--dport", port, "-j", "DROP"},
+		{"OUTPUT", "-p", "udp", "--sport", port, "-j", "DROP"},
+	} {
+		argv := append([]string{"iptables", "-w", "-t", "raw", op}, rule...)
+		if out, err := n.Exec(ctx, argv...); err != nil {
+			return fmt.Errorf("%s on %s: %v: %s", strings.Join(argv, " "), n.Name, err, out)
+		}
+	}
+	return nil
+}
+
+// wireGuardPort is kg's default --port, which the lab's agents use.
+const wireGuardPort = 51820
+
+// leadHold is how long checkLeadStaysWith watches the lead once traffic is
+// restored: many election rounds (200 ms) and a lease renewal (1 s).
+const leadHold = 4 * time.Second
+
+// checkLeadStaysWith fails t unless, once old has dropped its tunnels (a
+// standby holds none), holder keeps the location's tunnels and old none for
+// leadHold, and traffic to target still flows from scaleway and from behind
+// NAT: a leader whose tunnels stay black-holed does not take the lead back.
+func checkLeadStaysWith(ctx context.Context, t testing.TB, l *lab.Lab, c *lab.Cluster, as agents, holder, old *lab.Node, target string) {
+	t.Helper()
+	peers := func(n *lab.Node) bool {
+		out, err := wg(ctx, as[n.Name], "show", "kilo0", "peers")
+		return err == nil && strings.TrimSpace(out) != ""
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for peers(old) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for end := time.Now().Add(leadHold); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if o, h := peers(old), peers(holder); o || !h {
+			t.Fatalf("with its tunnels black-holed, %s holds WireGuard peers: %v; %s: %v (want only %s to lead)", old.Name, o, holder.Name, h, holder.Name)
+		}
+	}
+	for _, from := range []string{"echo-scw-1", "echo-dc-1"} {
+		if got, err := probe(ctx, l, c, from, target, 2*time.Second); err != nil || got != "echo-"+holder.Name {
+			t.Fatalf("%v after the new lead, %s -> echo-%s: %q, %v", leadHold, from, holder.Name, got, err)
+		}
+	}
+}
+
+// Traffic into the location is polled with a fresh request every
+// restorePoll from each source, each given restoreTimeout (a request sent
+// into the outage is lost, and its SYN is retried only after 1 s): the
+// figure is the outage plus at most a poll and a round trip.
+const (
+	restorePoll    = 20 * time.Millisecond
+	restoreTimeout = 300 * time.Millisecond
+)
+
+// restoredAfter returns, for each source (a pod's network namespace), how
+// long after start a request to target's echo server was first answered
+// by want, polling until both sources are restored or bound passed.
+func restoredAfter(ctx context.Context, start time.Time, bound time.Duration, want, target string, sources map[string]netns.NsHandle) map[string]time.Duration {
+	var mu sync.Mutex
+	restored := map[string]time.Duration{}
+	done := func(from string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, ok := restored[from]
+		return ok
+	}
+	var wg sync.WaitGroup
+	tick := time.NewTicker(restorePoll)
+	defer tick.Stop()
+	for deadline := start.Add(bound); time.Now().Before(deadline) && ctx.Err() == nil; <-tick.C {
+		left := 0
+		for from, h := range sources {
+			if done(from) {
+				continue
+			}
+			left++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got, err := echoFrom(h, target, restoreTimeout); err == nil && got == want {
+					at := time.Since(start)
+					mu.Lock()
+					if d, ok := restored[from]; !ok || at < d {
+						restored[from] = at
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		if left == 0 {
+			break
+		}
+	}
+	wg.Wait()
+	return restored
+}
+
+// echoFrom makes one HTTP GET of the echo server at ip:8080 from inside the
+// network namespace h (the socket stays there once the thread leaves), in
+// timeout, and returns the first word of the answer (the pod's name).
+func echoFrom(h netns.NsHandle, ip string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	conn, err := dialIn(h, net.JoinHostPort(ip, "8080"), timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(deadline)
+	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", ip); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(body))
+	if resp.StatusCode != http.StatusOK || len(f) == 0 {
+		return "", fmt.Errorf("%s answered %s: %q", ip, resp.Status, body)
+	}
+	return f[0], nil
+}
+
+// dialIn dials TCP addr from inside the network namespace h.
+func dialIn(h netns.NsHandle, addr string, timeout time.Duration) (net.Conn, error) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer orig.Close()
+	if err := netns.Set(h); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if serr := netns.Set(orig); serr != nil {
+		// The thread stays locked, and dies with its goroutine.
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, serr
+	}
+	runtime.UnlockOSThread()
+	return conn, err
 }
 
 // setIPForward turns IPv4 forwarding on or off in node n's namespace.
@@ -258,7 +447,7 @@ func waitLeaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, 
 
 func TestMeshLeaderFailover(t *testing.T) {
 	ctx, l, c, ips := startMetaCloud(t, metaCloud(), 8*time.Minute)
-	for _, how := range []string{"kill", "cut", "forwarding-off"} {
+	for _, how := range []string{"kill", "cut", "forwarding-off", "tunnels-blackholed"} {
 		t.Run(how, func(t *testing.T) {
 			as := startMesh(t, c, meshOptions{granularity: "location", encapsulate: "never"})
 			checkAllPairs(ctx, t, l, c, map[string]string{"echo-scw-1": ips["echo-scw-1"], "echo-aws-2": ips["echo-aws-2"]}, 60*time.Second)

@@ -73,6 +73,13 @@ type Config struct {
 	// and take the lead after ProbeFailures failures in a row. Nil: no
 	// probes, a dead leader is replaced once its Lease expires.
 	Probe func(ctx context.Context, leader topology.Node) error
+	// TunnelProbe checks through this node's WireGuard link that the agent
+	// of another location's leader, at ip (its segment's WireGuard IP),
+	// answers (nil error). While this node leads its location it probes up
+	// to three other locations every ProbeInterval; when none answered for
+	// ProbeFailures rounds in a row (and one did during this lead), it gives
+	// the lead up. Nil: no check through the tunnels.
+	TunnelProbe func(ctx context.Context, ip netip.Addr) error
 	// ProbeInterval is DefaultProbeInterval when zero.
 	ProbeInterval time.Duration
 	// ProbeFailures is DefaultProbeFailures when zero.
@@ -130,6 +137,15 @@ type Agent struct {
 	applied wgconf.Config    // the last configuration the device took
 	key     wgconf.SecretKey // the private key, Config.PrivateKey until a rotation
 	rotated string           // the last rotation request honoured
+
+	// leading is the location this node's election holds the lead of
+	// (RunElection), "" when none: Reconcile leads it at once, before the
+	// lead comes back through the API; kick asks Run to reconcile.
+	leading string
+	kick    chan struct{}
+	// tunnelErr says that this node's tunnels did not answer when it last
+	// led, and have not since (Forwarding).
+	tunnelErr error
 
 	// Touched by the Run goroutine only (Reconcile and restartHandshakes).
 	nudge      *nudger
@@ -193,8 +209,31 @@ func New(cfg Config) (*Agent, error) {
 		cfg: cfg, log: log, leaders: map[string]string{}, key: cfg.PrivateKey, rotated: rotated,
 		now: time.Now, newTicker: newTimeTicker, started: time.Now(),
 		peerWrites: map[string]statusWrite{}, resolved: map[string]netip.Addr{}, lookupErr: map[string]string{},
-		nudge: newNudger(),
+		nudge: newNudger(), kick: make(chan struct{}, 1),
 	}, nil
+}
+
+// setLeading records the location this node's election leads ("" for
+// none) and, when it takes a lead, asks Run to reconcile at once.
+func (a *Agent) setLeading(loc string) {
+	a.mu.Lock()
+	changed := loc != a.leading
+	a.leading = loc
+	a.mu.Unlock()
+	if changed && loc != "" {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// setTunnelErr records why this node's tunnels count as failed, nil once
+// they answer.
+func (a *Agent) setTunnelErr(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tunnelErr = err
 }
 
 // lastNodes returns the nodes of the last reconciliation.

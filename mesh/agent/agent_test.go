@@ -175,6 +175,40 @@ func TestLeaderChangeIsCountedWhenLeaderDies(t *testing.T) {
 	}
 }
 
+func TestReconcileLeadsTheLocationAsSoonAsTheElectionTakesIt(t *testing.T) {
+	// node-beijing-2 takes the lead: it reconciles at once, as the leader,
+	// before its kilofed.io/leads annotation comes back through the watch
+	// (the other locations reconfigure on that annotation: the new leader
+	// is ready first, so the first handshake from behind NAT finds it).
+	r := newRig(t, "node-beijing-2", 2)
+	ctx := context.Background()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.agent.setLeading("cn-beijing")
+	select {
+	case <-r.agent.kick:
+	default:
+		t.Fatal("taking the lead did not ask the loop for a reconciliation")
+	}
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !r.agent.Topology().IsLeader("node-beijing-2") {
+		t.Fatal("node-beijing-2 took the lead and does not lead in its own reconciliation")
+	}
+	if st, _ := r.device.Show(ctx); len(st.Peers) != 1 {
+		t.Errorf("new leader has %d WireGuard peers, want shanghai's", len(st.Peers))
+	}
+	r.agent.setLeading("")
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.agent.Topology().IsLeader("node-beijing-2") {
+		t.Error("node-beijing-2 still leads after giving the lead up")
+	}
+}
+
 func TestBadObjectsAreReportedAndMeshKeepsWorking(t *testing.T) {
 	r := newRig(t, "node-beijing", 1)
 	nodes := append(seedNodes(t), topology.Node{Name: "node-nokey", Location: "cn-beijing", InternalIP: netip.MustParsePrefix("10.0.1.99/24")})

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kilofed/kilofed/mesh/k8s"
@@ -123,6 +125,12 @@ type electionInput struct {
 	// holder's: the kilo.squat.ai/leader annotation it lacks, or else a
 	// public endpoint it lacks.
 	Outranks bool
+	// TunnelsFailed says, for the holder, that its check through the
+	// tunnels failed during this lead (tunnelCheck); for a standby, that
+	// it failed the last time this node led and no tunnel answered since.
+	TunnelsFailed bool
+	// Standbys is how many standbys the location has, the holder left out.
+	Standbys int
 }
 
 // electionAction is what one election step does.
@@ -153,7 +161,10 @@ func (a electionAction) String() string {
 }
 
 // decide returns what a node does in one election step: the holder renews
-// while it can forward, and releases when it cannot; a standby that can
+// while it can forward and its tunnels answer, and releases when not; a
+// standby whose tunnels failed when it last led ranks after every other
+// standby and preempts no holder, so that it does not take the lead back
+// while another node can hold it, yet a location keeps a leader; a standby that can
 // forward takes a vacant lead after a delay of its rank, and, if it is one
 // of the best standbys (Prober), a held one only when the holder fails the
 // probes (the best standby first), or, when probes never worked during the
@@ -168,7 +179,7 @@ func decide(in electionInput) electionAction {
 		return wait
 	}
 	if in.Lease.Exists && in.Lease.Holder == in.Self {
-		if !in.Forwarding {
+		if !in.Forwarding || in.TunnelsFailed {
 			return release
 		}
 		return renew
@@ -176,16 +187,20 @@ func decide(in electionInput) electionAction {
 	if !in.Forwarding || in.Rank < 0 {
 		return wait
 	}
-	delay := time.Duration(in.Rank) * rankDelay
+	rank := in.Rank
+	if in.TunnelsFailed {
+		rank = max(rank, in.Standbys)
+	}
+	delay := time.Duration(rank) * rankDelay
 	switch {
 	case !in.Lease.Exists || in.Lease.Holder == "" || !in.Trusted:
 		if in.VacantFor >= delay {
 			return takeVacant
 		}
-	case in.Outranks && in.Rank == 0:
+	case in.Outranks && in.Rank == 0 && !in.TunnelsFailed:
 		return takePreferred
 	case !in.Prober:
-	case in.ProbeArmed && in.Failures >= in.ProbeFailures+in.Rank:
+	case in.ProbeArmed && in.Failures >= in.ProbeFailures+rank:
 		return takeDead
 	case !in.ProbeArmed && in.Lease.Age >= in.LeaseDuration+delay:
 		return takeExpired
@@ -209,6 +224,17 @@ type election struct {
 	failures   int
 	lastProbe  time.Time
 	notForward bool
+	former     string // the last trusted holder seen: last in line for the lead it left
+
+	// The check through the tunnels while this node leads.
+	tunnelLead    string // the term the check is about
+	tunnelCheck   tunnelCheck
+	tunnelFailed  bool // the check of this lead failed
+	tunnelRound   int
+	lastTunnel    time.Time
+	tunnelSilent  []string // the locations probed since the last answer
+	tunnelsBroken bool     // failed when this node last led, no answer since
+	tunnels       tunnelProbes
 }
 
 // newElection returns the state of a new election loop; what it published
@@ -228,19 +254,31 @@ func (a *Agent) RunElection(ctx context.Context) error {
 		return errors.New("agent: RunElection needs Config.Election")
 	}
 	e := newElection(a, el)
-	tick := time.NewTicker(a.cfg.ProbeInterval)
+	// Ticks at half the probe interval: a failed probe is retried then.
+	tick := time.NewTicker(a.cfg.ProbeInterval / 2)
 	defer tick.Stop()
 	for {
-		e.step(ctx, time.Now())
+		last := time.Now()
+		e.step(ctx, last)
+	wait:
 		select {
 		case <-ctx.Done():
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			return e.stop(rctx)
-		case <-tick.C:
+		case now := <-tick.C:
+			if now.Sub(last) < a.cfg.ProbeInterval*9/10 && !e.retryDue(now) {
+				goto wait
+			}
 		case <-el.LeaseChanges():
 		}
 	}
+}
+
+// retryDue reports whether the last probe of the holder failed and its
+// retry, half a probe interval later, is due at now.
+func (e *election) retryDue(now time.Time) bool {
+	return e.failures > 0 && now.Sub(e.lastProbe) >= e.a.cfg.ProbeInterval*9/20
 }
 
 // stop releases the Lease and withdraws the annotation.
@@ -295,6 +333,9 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	e.notForward = !forwarding
 	cands := candidates(nodes, loc)
 	trusted := slices.Contains(cands, l.Holder)
+	if trusted && l.Holder != "" {
+		e.former = l.Holder
+	}
 	if l.Holder != "" && !trusted && l.Holder != e.untrusted {
 		log.Warn("the location's election lease is held by a node that is not in the location: ignored, as if vacant",
 			"location", loc, "holder", l.Holder)
@@ -304,9 +345,12 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	} else {
 		e.untrusted = ""
 	}
-	standbys := slices.DeleteFunc(slices.Clone(cands), func(n string) bool { return n == l.Holder })
-	rank := slices.Index(standbys, self)
 	vacant := l.Known && (!l.Exists || l.Holder == "" || !trusted)
+	standbys := slices.DeleteFunc(slices.Clone(cands), func(n string) bool { return n == l.Holder })
+	if vacant {
+		standbys = formerLast(standbys, e.former)
+	}
+	rank := slices.Index(standbys, self)
 	switch {
 	case !vacant:
 		e.vacant = time.Time{}
@@ -318,11 +362,19 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	} else {
 		e.probed, e.armed, e.failures = "", false, 0
 	}
+	holding := l.Exists && l.Holder == self
+	tunnelsFailed := e.tunnelsBroken
+	if holding && forwarding {
+		tunnelsFailed = e.checkTunnels(ctx, l, len(cands), now)
+	} else {
+		e.tunnelLead = ""
+	}
 	in := electionInput{
 		Lease: l, Self: self, Trusted: trusted, Forwarding: forwarding, Rank: rank,
 		LeaseDuration: a.cfg.LeaseDuration, ProbeArmed: e.armed, Failures: e.failures,
 		ProbeFailures: a.cfg.ProbeFailures, Prober: rank >= 0 && rank < probers,
-		Outranks: trusted && outranks(nodes[i], nodes, l.Holder),
+		Outranks:      trusted && outranks(nodes[i], nodes, l.Holder),
+		TunnelsFailed: tunnelsFailed, Standbys: len(standbys),
 	}
 	if !e.vacant.IsZero() {
 		in.VacantFor = now.Sub(e.vacant)
@@ -333,9 +385,11 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	switch act {
 	case wait:
 		if l.Known && l.Holder != self {
+			a.setLeading("")
 			e.publish(actx, "")
 		}
 	case release:
+		a.setLeading("")
 		if err := e.el.ReleaseLocation(actx, loc, self); err != nil {
 			log.Warn("election lease not released", "err", err)
 		}
@@ -344,6 +398,7 @@ func (e *election) step(ctx context.Context, now time.Time) {
 		if now.Sub(e.renewed) >= a.cfg.HeartbeatPeriod {
 			e.hold(actx, loc, l, 0, act, now)
 		} else {
+			a.setLeading(loc)
 			e.publish(actx, k8s.Leads{Term: l.Term, Location: loc}.String())
 		}
 	default:
@@ -360,22 +415,87 @@ func (e *election) hold(ctx context.Context, loc string, seen k8s.LocationLease,
 		if act == renew {
 			log.Warn("lost the lead: another node holds the location's election lease", "location", loc, "holder", l.Holder)
 		}
+		e.a.setLeading("")
 		e.publish(ctx, "")
 		return
 	case err != nil && act == renew:
 		// An API outage: keep leading (the standbys' probes still answer).
 		log.Debug("election lease not renewed", "err", err)
+		e.a.setLeading(loc)
 		return
 	case err != nil:
 		log.Debug("election lease not taken", "action", act.String(), "err", err)
 		return
 	}
 	e.renewed = now
+	// Lead at once: this node's reconciliation need not wait for its lead
+	// to come back through the API, as the other locations' do.
+	e.a.setLeading(loc)
 	if act != renew {
 		log.Info("took the lead of the location", "location", loc, "why", act.String(), "term", l.Term)
 		e.vacant = time.Time{}
 	}
 	e.publish(ctx, k8s.Leads{Term: l.Term, Location: loc}.String())
+}
+
+// formerLast returns standbys with former, the holder that left the lead
+// vacant (it could not forward, or it stopped), moved last.
+func formerLast(standbys []string, former string) []string {
+	i := slices.Index(standbys, former)
+	if i < 0 {
+		return standbys
+	}
+	return append(slices.Delete(standbys, i, i+1), former)
+}
+
+// checkTunnels runs a round of the check through the tunnels once per
+// probe interval while this node holds lead l of a location with cands
+// candidates, and reports whether it failed during this lead. A node alone
+// in its location has nobody to hand the lead to, and checks nothing.
+func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands int, now time.Time) bool {
+	a := e.a
+	p := a.cfg.TunnelProbe
+	if p == nil || cands < 2 {
+		e.tunnelLead = ""
+		return false
+	}
+	lead := k8s.Leads{Term: l.Term, Location: e.loc}.String()
+	if lead != e.tunnelLead {
+		e.tunnelLead, e.tunnelCheck, e.tunnelFailed, e.tunnelRound, e.tunnelSilent = lead, tunnelCheck{}, false, 0, nil
+		e.lastTunnel = time.Time{}
+		e.tunnels.reset()
+	}
+	if now.Sub(e.lastTunnel) < a.cfg.ProbeInterval*9/10 {
+		return e.tunnelFailed
+	}
+	e.lastTunnel = now
+	targets, n := tunnelTargetsOf(a.Topology(), a.cfg.Hostname, e.tunnelRound)
+	e.tunnelRound++
+	answered := e.tunnels.take()
+	need := tunnelRoundsNeeded(n, a.cfg.ProbeFailures)
+	e.tunnelCheck, e.tunnelFailed = e.tunnelCheck.next(answered, need)
+	switch {
+	case answered:
+		e.tunnelSilent = e.tunnelSilent[:0]
+		if e.tunnelsBroken {
+			e.tunnelsBroken = false
+			a.setTunnelErr(nil)
+			a.log.Info("tunnels answer again")
+		}
+	case e.tunnelFailed && !e.tunnelsBroken:
+		e.tunnelsBroken = true
+		err := fmt.Errorf("no tunnel answers: the leaders of %s did not answer through %s for %d rounds of %s",
+			strings.Join(e.tunnelSilent, ", "), a.cfg.Topology.Links.WireGuard, need, a.cfg.ProbeInterval)
+		a.setTunnelErr(err)
+		a.log.Warn("giving up the lead: its tunnels carry nothing", "err", err)
+	}
+	for _, t := range targets {
+		if !slices.Contains(e.tunnelSilent, t.Location) {
+			e.tunnelSilent = append(e.tunnelSilent, t.Location)
+		}
+	}
+	e.tunnels.launch(ctx, p, targets)
+	return e.tunnelFailed
 }
 
 // publish writes this node's LeadsAnnotation when it changed.
@@ -400,7 +520,11 @@ func (e *election) probe(ctx context.Context, nodes []topology.Node, l k8s.Locat
 	if key != e.probed {
 		e.probed, e.armed, e.failures = key, false, 0
 	}
-	if now.Sub(e.lastProbe) < e.a.cfg.ProbeInterval*9/10 {
+	gap := e.a.cfg.ProbeInterval * 9 / 10
+	if e.failures > 0 {
+		gap /= 2 // a failure is retried at once: three take half the time
+	}
+	if now.Sub(e.lastProbe) < gap {
 		return
 	}
 	e.lastProbe = now

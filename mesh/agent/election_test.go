@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +82,24 @@ func TestDecide(t *testing.T) {
 		{name: "a standby that cannot forward takes nothing", edit: func(in *electionInput) {
 			in.Lease, in.Forwarding = k8s.LocationLease{Known: true}, false
 		}, want: wait},
+		{name: "a holder whose tunnels do not answer releases", edit: func(in *electionInput) {
+			in.Lease, in.TunnelsFailed = held("me", 0), true
+		}, want: release},
+		{name: "a standby whose tunnels failed when it led waits for every other standby to take a vacant lead", edit: func(in *electionInput) {
+			in.Lease, in.TunnelsFailed, in.Standbys, in.VacantFor = k8s.LocationLease{Known: true}, true, 3, 3*rankDelay-time.Millisecond
+		}, want: wait},
+		{name: "a standby whose tunnels failed takes a vacant lead nobody else took (a location keeps a leader)", edit: func(in *electionInput) {
+			in.Lease, in.TunnelsFailed, in.Standbys, in.VacantFor = k8s.LocationLease{Known: true}, true, 3, 3*rankDelay
+		}, want: takeVacant},
+		{name: "a standby whose tunnels failed takes no lead by preference", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Outranks, in.TunnelsFailed, in.Standbys = held("old", 0), true, true, true, 1
+		}, want: wait},
+		{name: "a standby whose tunnels failed waits one failure more than the last standby for a dead lead", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Failures, in.TunnelsFailed, in.Standbys = held("old", 0), true, 4, true, 2
+		}, want: wait},
+		{name: "a standby whose tunnels failed takes a dead lead after the other standbys", edit: func(in *electionInput) {
+			in.Lease, in.ProbeArmed, in.Failures, in.TunnelsFailed, in.Standbys = held("old", 0), true, 5, true, 2
+		}, want: takeDead},
 		{name: "not a candidate (no key published yet)", edit: func(in *electionInput) {
 			in.Lease, in.Rank = k8s.LocationLease{Known: true}, -1
 		}, want: wait},
@@ -123,6 +142,10 @@ type electionRig struct {
 	now     time.Time
 	probeOK map[string]bool
 	forward error
+
+	mu            sync.Mutex
+	tunnelOK      map[string]bool // locations whose tunnels answer
+	probedTunnels []string        // the locations probed, in order
 }
 
 func newElectionRig(t *testing.T, self string, nodes []topology.Node) *electionRig {
@@ -146,6 +169,7 @@ func newElectionRig(t *testing.T, self string, nodes []topology.Node) *electionR
 func (r *electionRig) steps(n int) {
 	for range n {
 		r.e.step(context.Background(), r.now)
+		r.e.tunnels.wait()
 		r.now = r.now.Add(200 * time.Millisecond)
 	}
 }
@@ -298,6 +322,183 @@ func TestElectionIgnoresAHolderOfAnotherLocation(t *testing.T) {
 	r.steps(1)
 	if l := r.fake.LocationLease("l"); l.Holder != "n1" || l.Term != 8 {
 		t.Errorf("lease %+v: want taken by n1 from x1, which is not in the location", l)
+	}
+}
+
+func TestElectionFormerHolderRanksLastForTheLeadItReleased(t *testing.T) {
+	// n2 ranks second by name, but n1 released the lead (it cannot forward,
+	// or it stopped): n2 takes it at once instead of waiting for n1's turn.
+	r := newElectionRig(t, "n2", electionNodes())
+	r.fake.FollowLocation("l")
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n1", Term: 2})
+	r.probeOK["n1"] = true
+	r.steps(2)
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "", Term: 2})
+	r.steps(1)
+	if r.holder() != "n2" {
+		t.Errorf("holder %q one step after n1 released: want n2 at once", r.holder())
+	}
+	// Without having seen who released it, n2 keeps its rank.
+	fresh := newElectionRig(t, "n2", electionNodes())
+	fresh.fake.FollowLocation("l")
+	fresh.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "", Term: 2})
+	fresh.steps(1)
+	if fresh.holder() != "" {
+		t.Errorf("holder %q: n2 took a lead released by a node it never saw hold it before its rank's delay", fresh.holder())
+	}
+}
+
+// tunnelNodes are electionNodes with a third location: the leader of l
+// checks its tunnels through x and y.
+func tunnelNodes() []topology.Node {
+	nodes := electionNodes()
+	for i := range nodes {
+		nodes[i].Key = wgconf.Key{byte(i + 1)}
+		nodes[i].Ready = true
+	}
+	return append(nodes, topology.Node{Name: "y1", Location: "y", Key: wgconf.Key{9}, Ready: true, InternalIP: netip.MustParsePrefix("10.8.0.1/24")})
+}
+
+// withTunnels gives the rig a topology of nodes and a TunnelProbe that
+// answers through the tunnels to the locations in r.tunnelOK; each step
+// then waits for its probes.
+func (r *electionRig) withTunnels(nodes []topology.Node) {
+	r.t.Helper()
+	topo, err := topology.New(nodes, nil, topology.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.e.a.topo = topo
+	r.tunnelOK = map[string]bool{}
+	byIP := map[netip.Addr]string{}
+	for _, s := range topo.Segments {
+		byIP[s.WireGuardIP.Addr()] = s.Location
+	}
+	r.e.a.cfg.TunnelProbe = func(_ context.Context, ip netip.Addr) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.probedTunnels = append(r.probedTunnels, byIP[ip])
+		if r.tunnelOK[byIP[ip]] {
+			return nil
+		}
+		return errors.New("i/o timeout")
+	}
+}
+
+func (r *electionRig) setTunnels(ok ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.tunnelOK)
+	for _, l := range ok {
+		r.tunnelOK[l] = true
+	}
+}
+
+func TestElectionLeaderWhoseTunnelsStopAnsweringReleasesAndDoesNotTakeTheLeadBack(t *testing.T) {
+	nodes := tunnelNodes()
+	nodes[0].Leader = true // n1 outranks the others: only the tunnel failure keeps it from preempting
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(5)
+	if r.holder() != "n1" || r.e.a.Forwarding() != nil {
+		t.Fatalf("holder %q, forwarding %v: want n1 leading, forwarding", r.holder(), r.e.a.Forwarding())
+	}
+	if got := slices.Compact(slices.Sorted(slices.Values(r.probedTunnels))); !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("probed the tunnels to %v, want x and y (not its own location)", got)
+	}
+	r.setTunnels()
+	r.steps(3)
+	if r.holder() != "n1" {
+		t.Fatalf("released after %d rounds, want %d silent rounds", 3, DefaultProbeFailures)
+	}
+	r.steps(1)
+	if l := r.fake.LocationLease("l"); l.Holder != "" || r.fake.PublishedLeads("n1") != "" {
+		t.Fatalf("after %d silent rounds: lease %+v, published %q; want released, withdrawn", DefaultProbeFailures, l, r.fake.PublishedLeads("n1"))
+	}
+	if err := r.e.a.Forwarding(); err == nil || !strings.Contains(err.Error(), "no tunnel answers") {
+		t.Errorf("Forwarding = %v, want the tunnels named (what /forwarding answers)", err)
+	}
+	// n2 takes the lead; n1, annotated kilo.squat.ai/leader, does not
+	// preempt it while its tunnels have not answered since.
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 1})
+	r.probeOK["n2"] = true
+	r.steps(50)
+	if r.holder() != "n2" {
+		t.Errorf("holder %q: the node whose tunnels failed took the lead back", r.holder())
+	}
+}
+
+func TestElectionNodeWhoseTunnelsFailedStillTakesALeadNobodyElseTakes(t *testing.T) {
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(5)
+	if r.holder() != "" {
+		t.Fatalf("holder %q, want released", r.holder())
+	}
+	// Nobody else takes it: n1 does, after every other standby's turn, and
+	// keeps it although its tunnels stay silent (one handover at most).
+	r.steps(int(3*rankDelay/(200*time.Millisecond)) + 1)
+	if r.holder() != "n1" {
+		t.Fatalf("holder %q: a location must keep a leader", r.holder())
+	}
+	r.steps(50)
+	if r.holder() != "n1" {
+		t.Errorf("holder %q: the lead flapped", r.holder())
+	}
+	// Its tunnels answer again: it is a node like the others.
+	r.setTunnels("y")
+	r.steps(2)
+	if err := r.e.a.Forwarding(); err != nil {
+		t.Errorf("Forwarding = %v after an answer, want nil", err)
+	}
+}
+
+func TestElectionNewLeaderWhoseTunnelsNeverAnsweredKeepsTheLead(t *testing.T) {
+	// A total WAN outage: no lead answers through its tunnels, so none is
+	// armed, and the lead does not move between nodes.
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.steps(100)
+	if r.holder() != "n1" || r.e.a.Forwarding() != nil {
+		t.Errorf("holder %q, forwarding %v: want n1 kept", r.holder(), r.e.a.Forwarding())
+	}
+}
+
+func TestElectionLeaderKeepsTheLeadWhileOneLocationAnswers(t *testing.T) {
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels("y") // x is broken, not this leader
+	r.steps(50)
+	if r.holder() != "n1" {
+		t.Errorf("holder %q: a broken remote location made a healthy leader give up", r.holder())
+	}
+}
+
+func TestElectionLeaderAloneInItsLocationChecksNoTunnels(t *testing.T) {
+	// Nobody to hand over to: releasing would only leave the location
+	// without a leader for a while.
+	nodes := []topology.Node{
+		{Name: "n1", Location: "l", Key: wgconf.Key{1}, Ready: true, InternalIP: netip.MustParsePrefix("10.0.0.1/24")},
+		{Name: "x1", Location: "x", Key: wgconf.Key{2}, Ready: true, InternalIP: netip.MustParsePrefix("10.9.0.1/24")},
+		{Name: "y1", Location: "y", Key: wgconf.Key{3}, Ready: true, InternalIP: netip.MustParsePrefix("10.8.0.1/24")},
+	}
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(20)
+	if r.holder() != "n1" {
+		t.Errorf("holder %q: the only node of its location released its lead", r.holder())
 	}
 }
 

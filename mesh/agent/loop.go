@@ -41,13 +41,16 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // waitForChange restarts first handshakes on every nudge tick until the
-// cluster changes or the resync period passes (true), or ctx ends (false).
+// cluster changes, the election takes a lead (setLeading) or the resync
+// period passes (true), or ctx ends (false).
 func (a *Agent) waitForChange(ctx context.Context, resync, nudge <-chan time.Time) bool {
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-a.cfg.Backend.Changes():
+			return true
+		case <-a.kick:
 			return true
 		case <-resync:
 			return true

@@ -74,11 +74,13 @@ func TestRunReconcilesAtStartOnChangeAndOnResyncOnly(t *testing.T) {
 }
 
 func TestWaitForChangeNudgesUntilAChangeOrResync(t *testing.T) {
+	var leading func(string)
 	for _, tt := range []struct {
 		name string
 		end  func(resync chan time.Time, changes chan struct{}, cancel context.CancelFunc)
 		want bool
 	}{
+		{name: "the election took the lead", end: func(chan time.Time, chan struct{}, context.CancelFunc) { leading("cn-beijing") }, want: true},
 		{name: "a change", end: func(_ chan time.Time, c chan struct{}, _ context.CancelFunc) { c <- struct{}{} }, want: true},
 		{name: "a resync tick", end: func(r chan time.Time, _ chan struct{}, _ context.CancelFunc) { r <- time.Time{} }, want: true},
 		{name: "the end of the context", end: func(_ chan time.Time, _ chan struct{}, cancel context.CancelFunc) { cancel() }, want: false},
@@ -93,6 +95,7 @@ func TestWaitForChangeNudgesUntilAChangeOrResync(t *testing.T) {
 			r.agent.nudge = newNudger()
 			r.agent.nudge.track(r.agent.applied, clock)
 			resync, nudge, changes := handLoop(r)
+			leading = r.agent.setLeading
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			got := make(chan bool)

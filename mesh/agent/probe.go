@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,13 +21,17 @@ func (a *Agent) RunLeadership(ctx context.Context) error {
 	return a.RunHeartbeat(ctx)
 }
 
-// Forwarding returns nil when this node can forward (Config.Forwarding),
-// the reason otherwise: what /forwarding answers the standbys' probes.
+// Forwarding returns nil when this node can forward (Config.Forwarding)
+// and its tunnels did not fail the last time it led (Config.TunnelProbe),
+// the reasons otherwise: what /forwarding answers the standbys' probes.
 func (a *Agent) Forwarding() error {
+	var err error
 	if f := a.cfg.Forwarding; f != nil {
-		return f()
+		err = f()
 	}
-	return nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return errors.Join(err, a.tunnelErr)
 }
 
 // HTTPProbe returns a Config.Probe that asks the leader's agent, at its

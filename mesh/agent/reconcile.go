@@ -25,6 +25,12 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		a.nudge.forget()
 	}
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
+	a.mu.Lock()
+	leading := a.leading
+	a.mu.Unlock()
+	if leading != "" {
+		nodes = leadLocation(nodes, leading, a.cfg.Hostname)
+	}
 	a.resolveEndpoints(ctx, nodes, peers)
 	// Published only now: the election step reads them from its own
 	// goroutine, and resolving writes into them.
@@ -46,6 +52,24 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		a.log.Warn("peer status not written", "err", serr)
 	}
 	return a.finish(&steps)
+}
+
+// leadLocation returns nodes in which self leads loc, as its election
+// decided: the nodes of loc other than self are not Ready, as they are once
+// self's kilofed.io/leads annotation comes back through the API (k8s
+// marks Ready only the elected node); nodes unchanged when self is not in
+// loc.
+func leadLocation(nodes []topology.Node, loc, self string) []topology.Node {
+	if !slices.ContainsFunc(nodes, func(n topology.Node) bool { return n.Name == self && n.Location == loc }) {
+		return nodes
+	}
+	out := slices.Clone(nodes)
+	for i := range out {
+		if out[i].Location == loc {
+			out[i].Ready = out[i].Name == self
+		}
+	}
+	return out
 }
 
 func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepErrors) {
