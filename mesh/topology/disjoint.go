@@ -69,7 +69,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	if len(d.refs) > maxDisjoint {
 		return nil, false
 	}
-	slices.Sort(d.v4)
+	sortByHigh40(d.v4)
 	slices.SortFunc(d.v6, func(x, y claim6) int {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.ref, y.ref))
 	})
@@ -100,6 +100,41 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	}
 	d.v6 = kept6
 	return d, true
+}
+
+// sortByHigh40 sorts keys by their 40 most significant bits, stable, so
+// that keys whose low 24 bits ascend in input order (the v4 keys, as
+// added) end up sorted. It is a radix sort, least significant byte first,
+// that skips the bytes all keys share.
+func sortByHigh40(keys []uint64) {
+	if len(keys) < 64 {
+		slices.Sort(keys)
+		return
+	}
+	var counts [5][256]int
+	for _, k := range keys {
+		for b := range counts {
+			counts[b][byte(k>>(24+8*b))]++
+		}
+	}
+	src, dst := keys, make([]uint64, len(keys))
+	for b := range counts {
+		c := &counts[b]
+		if c[byte(keys[0]>>(24+8*b))] == len(keys) {
+			continue // every key has this byte
+		}
+		sum := 0
+		for i, n := range c {
+			c[i], sum = sum, sum+n
+		}
+		for _, k := range src {
+			d := byte(k >> (24 + 8*b))
+			dst[c[d]] = k
+			c[d]++
+		}
+		src, dst = dst, src
+	}
+	copy(keys, src) // a no-op when src is keys
 }
 
 // sameEndpoint reports whether two IPv4 claims are the same endpoint.
@@ -172,33 +207,45 @@ func (d *disjoint) all() []claim {
 // returns false, by the rule of claims.find: the claim containing p, else
 // the lowest inside p.
 func (d *disjoint) find(p netip.Prefix, ignore func(claim) bool) (claim, bool) {
-	hi, lo := addrBits(p.Addr())
-	if p.Addr().Is4() {
-		first, end := hi>>32, last4(hi|uint64(p.Bits())<<24)
-		// The claims from the one holding first (if any) up to those
-		// starting at end.
-		i, _ := slices.BinarySearch(d.v4, first<<32|0xffffffff)
-		if i > 0 && last4(d.v4[i-1]) >= first {
-			i--
-		}
-		for ; i < len(d.v4) && d.v4[i]>>32 <= end; i++ {
-			if c := d.claim(keyPrefix4(d.v4[i]), d.v4ref(d.v4[i])); ignore == nil || !ignore(c) {
-				return c, true
-			}
-		}
-		return claim{}, false
-	}
-	q := claim6{hi: hi, lo: lo, bits: int32(p.Bits())}
-	i, _ := slices.BinarySearchFunc(d.v6, q, func(c, q claim6) int {
-		return cmp.Or(cmp.Compare(c.hi, q.hi), cmp.Compare(c.lo, q.lo))
-	})
-	if i > 0 && !after6(q, d.v6[i-1]) {
-		i--
-	}
-	for ; i < len(d.v6) && !after6(d.v6[i], q); i++ {
-		if c := d.claim(d.v6[i].prefix(), int(d.v6[i].ref)); ignore == nil || !ignore(c) {
+	for c := range d.overlapping(p) {
+		if ignore == nil || !ignore(c) {
 			return c, true
 		}
 	}
 	return claim{}, false
+}
+
+// overlapping yields the claims overlapping p, masked, sorted: the one
+// containing p, if any, then those inside p.
+func (d *disjoint) overlapping(p netip.Prefix) iter.Seq[claim] {
+	return func(yield func(claim) bool) {
+		hi, lo := addrBits(p.Addr())
+		if p.Addr().Is4() {
+			first, end := hi>>32, last4(hi|uint64(p.Bits())<<24)
+			// From the claim holding first (if any) up to those starting
+			// at end.
+			i, _ := slices.BinarySearch(d.v4, first<<32|0xffffffff)
+			if i > 0 && last4(d.v4[i-1]) >= first {
+				i--
+			}
+			for ; i < len(d.v4) && d.v4[i]>>32 <= end; i++ {
+				if !yield(d.claim(keyPrefix4(d.v4[i]), d.v4ref(d.v4[i]))) {
+					return
+				}
+			}
+			return
+		}
+		q := claim6{hi: hi, lo: lo, bits: int32(p.Bits())}
+		i, _ := slices.BinarySearchFunc(d.v6, q, func(c, q claim6) int {
+			return cmp.Or(cmp.Compare(c.hi, q.hi), cmp.Compare(c.lo, q.lo))
+		})
+		if i > 0 && !after6(q, d.v6[i-1]) {
+			i--
+		}
+		for ; i < len(d.v6) && !after6(d.v6[i], q); i++ {
+			if !yield(d.claim(d.v6[i].prefix(), int(d.v6[i].ref))) {
+				return
+			}
+		}
+	}
 }

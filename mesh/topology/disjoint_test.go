@@ -121,3 +121,23 @@ func TestClaimsFindWithDisjointBase(t *testing.T) {
 		}
 	}
 }
+
+// TestSortByHigh40 checks the radix sort of the IPv4 claim keys against
+// slices.Sort, for keys whose low 24 bits ascend as they were added.
+func TestSortByHigh40(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 5, 63, 64, 65, 1000, 5000} {
+		for _, spread := range []uint64{1, 4, 1 << 40} { // few distinct values, some, many
+			keys := make([]uint64, n)
+			for i := range keys {
+				keys[i] = rng.Uint64N(spread)<<24 | uint64(i)
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			sortByHigh40(keys)
+			if !slices.Equal(keys, want) {
+				t.Errorf("%d keys of %d values: not sorted", n, spread)
+			}
+		}
+	}
+}

@@ -25,7 +25,7 @@ func (t *Topology) DOT() string {
 			warnings[p.Kind+":"+p.Name] = append(warnings[p.Kind+":"+p.Name], p.Code)
 		}
 	}
-	groups := t.sortedGroups()
+	groups := t.groups
 	for i, g := range groups {
 		fmt.Fprintf(&b, "\tsubgraph %s {\n\t\tlabel=%s;\n\t\tstyle=\"dashed,rounded\";\n",
 			label(fmt.Sprintf("cluster_%d", i)), label(g.members[0].location))

@@ -66,23 +66,43 @@ func holdersOf(nodes []Node, peers []Peer) keyHolders {
 
 // mayShareKeys reports whether two named nodes or peers may publish the
 // same key: whether two keys begin with the same 8 bytes. Keys are random,
-// so it is almost always false, found with one sort of plain numbers.
+// so it is almost always false, found with a set of plain numbers.
 func mayShareKeys(nodes []Node, peers []Peer) bool {
-	heads := make([]uint64, 0, len(nodes)+len(peers))
-	see := func(name string, key wgconf.Key) {
-		if name != "" && !key.IsZero() {
-			heads = append(heads, binary.BigEndian.Uint64(key[:8]))
+	// An open-addressing set of the keys' first 8 bytes, at most half full,
+	// indexed by their last bits; zero marks a free slot, so the head 0
+	// has a flag of its own.
+	size := 1
+	for size < 2*(len(nodes)+len(peers)) {
+		size <<= 1
+	}
+	set, zero := make([]uint64, size), false
+	seen := func(name string, key wgconf.Key) bool {
+		if name == "" || key.IsZero() {
+			return false
+		}
+		h := binary.BigEndian.Uint64(key[:8])
+		if h == 0 {
+			was := zero
+			zero = true
+			return was
+		}
+		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
+			switch set[i] {
+			case h:
+				return true
+			case 0:
+				set[i] = h
+				return false
+			}
 		}
 	}
 	for i := range nodes {
-		see(nodes[i].Name, nodes[i].Key)
+		if seen(nodes[i].Name, nodes[i].Key) {
+			return true
+		}
 	}
 	for i := range peers {
-		see(peers[i].Name, peers[i].PublicKey)
-	}
-	slices.Sort(heads)
-	for i := 1; i < len(heads); i++ {
-		if heads[i] == heads[i-1] {
+		if seen(peers[i].Name, peers[i].PublicKey) {
 			return true
 		}
 	}

@@ -1,12 +1,15 @@
 package topology
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
 // TestCopiedKeyEvictsNobody: whoever publishes a key another node or peer
@@ -112,6 +115,8 @@ func TestMayShareKeys(t *testing.T) {
 		{name: "a node and a peer", nodes: []Node{{Name: "a", Key: testKey("a")}}, peers: []Peer{{Name: "p", PublicKey: testKey("a")}}, want: true},
 		{name: "keys that begin alike", nodes: []Node{{Name: "a", Key: testKey("a")}, {Name: "b", Key: alike}}, want: true},
 		{name: "zero keys do not count", nodes: []Node{{Name: "a"}, {Name: "b"}}},
+		{name: "keys beginning with zeros", nodes: []Node{{Name: "a", Key: wgconf.Key{31: 1}}, {Name: "b", Key: wgconf.Key{31: 2}}}, want: true},
+		{name: "one key beginning with zeros", nodes: []Node{{Name: "a", Key: wgconf.Key{31: 1}}, {Name: "b", Key: testKey("b")}}},
 		{name: "unnamed holders do not count", nodes: []Node{{Name: "a", Key: testKey("a")}, {Key: testKey("a")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,5 +124,20 @@ func TestMayShareKeys(t *testing.T) {
 				t.Errorf("mayShareKeys = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMayShareKeysMany checks the set of key heads once it probes past
+// taken slots: many distinct keys, then one of them again.
+func TestMayShareKeysMany(t *testing.T) {
+	var nodes []Node
+	for i := range 500 {
+		nodes = append(nodes, Node{Name: fmt.Sprint("n", i), Key: testKey(fmt.Sprint("n", i))})
+	}
+	if mayShareKeys(nodes, nil) {
+		t.Fatal("500 distinct keys: mayShareKeys = true")
+	}
+	if !mayShareKeys(nodes, []Peer{{Name: "p", PublicKey: testKey("n0")}}) {
+		t.Error("a peer copying the first key: mayShareKeys = false")
 	}
 }

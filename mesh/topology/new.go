@@ -18,11 +18,8 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	}
 	var ps problems
 	t := &Topology{
-		opts:     opts,
-		members:  make(map[string]*member, len(nodes)),
-		peerIdx:  make(map[string]int),
-		excluded: make(map[string]string),
-		groups:   make(map[segKey]group),
+		opts:    opts,
+		members: make(map[string]*member, len(nodes)),
 	}
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
@@ -47,10 +44,14 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
 	t.assignLocationIPs(cs, &ps)
 	alloc.assignHashed(t.Segments, &ps)
+	t.disjoint = cs.base != nil
 	t.finish(accepted, cs.base)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {
 		if p.Severity == Excluded {
+			if t.excluded == nil {
+				t.excluded = make(map[string]string)
+			}
 			t.excluded[p.Kind+":"+p.Name] = p.Reason
 		}
 	}
@@ -60,23 +61,10 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 // buildSegments groups members, sorted by name, into location groups and
 // segments, and elects their leaders.
 func (t *Topology) buildSegments(members []*member) {
-	index := make(map[segKey]int) // in groups
-	var groups []group            // in order of their first member
 	for _, m := range members {
 		t.members[m.Name] = m
-		i, ok := index[m.group]
-		if !ok {
-			i = len(groups)
-			index[m.group] = i
-			groups = append(groups, group{})
-		}
-		groups[i].members = append(groups[i].members, m) // by name, as members
 	}
-	for i := range groups {
-		g := &groups[i]
-		g.leader = elect(g.members)
-		t.groups[g.members[0].group] = *g
-	}
+	t.groups = groupMembers(members)
 	if t.opts.Granularity != LocationGranularity {
 		// A segment per node, by name as members.
 		t.Segments = make([]Segment, 0, len(members))
@@ -87,8 +75,9 @@ func (t *Topology) buildSegments(members []*member) {
 	}
 	// A segment per group, by name then key (a location before a node
 	// of the same name).
+	groups := slices.Clone(t.groups)
 	slices.SortFunc(groups, func(a, b group) int {
-		x, y := a.members[0].group, b.members[0].group
+		x, y := a.key(), b.key()
 		if x.name != y.name {
 			return strings.Compare(x.name, y.name)
 		}
@@ -100,6 +89,46 @@ func (t *Topology) buildSegments(members []*member) {
 	for _, g := range groups {
 		t.addSegment(g.members, g.leader)
 	}
+}
+
+// groupMembers returns the location groups of members, sorted by name:
+// sorted by key, with their members by name in one shared array, and
+// their leaders.
+func groupMembers(members []*member) []group {
+	index := make(map[segKey]int32)
+	ids := make([]int32, len(members)) // the group of each member
+	var sizes []int
+	for j, m := range members {
+		if j > 0 && m.group == members[j-1].group {
+			ids[j] = ids[j-1]
+			sizes[ids[j]]++
+			continue
+		}
+		i, ok := index[m.group]
+		if !ok {
+			i = int32(len(sizes))
+			index[m.group] = i
+			sizes = append(sizes, 0)
+		}
+		ids[j] = i
+		sizes[i]++
+	}
+	groups := make([]group, len(sizes))
+	all := make([]*member, len(members))
+	off := 0
+	for i, n := range sizes {
+		groups[i].members = all[off : off : off+n]
+		off += n
+	}
+	for j, m := range members {
+		g := &groups[ids[j]]
+		g.members = append(g.members, m)
+	}
+	for i := range groups {
+		groups[i].leader = elect(groups[i].members)
+	}
+	slices.SortFunc(groups, func(a, b group) int { return a.key().compare(b.key()) })
+	return groups
 }
 
 // addSegment appends the segment of ms, sorted by name, led by leader.
@@ -184,6 +213,7 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 			}
 		}
 	}
+	t.peerIdx = make(map[string]int, len(t.Peers))
 	for i, p := range t.Peers {
 		t.peerIdx[p.Name] = i
 		if p.Endpoint != nil && p.Endpoint.Addr.Addr().IsValid() {

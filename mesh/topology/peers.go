@@ -21,8 +21,8 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
-	keys := make(map[wgconf.Key]string, len(peers)) // keys of the peers accepted so far
-	var out []Peer
+	keys := make(map[wgconf.Key]string, len(peers)) // keys of the peers accepted so far, to their names
+	out := make([]Peer, 0, len(peers))
 	for _, p := range sorted {
 		switch {
 		case p.Name == "":
@@ -44,7 +44,7 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 		}
 		if owner, ok := keys[p.PublicKey]; ok {
 			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateKey,
-				"the peer's public key is already used by %s; every peer needs its own key pair (wg genkey | wg pubkey)", owner)
+				"the peer's public key is already used by peer %q; every peer needs its own key pair (wg genkey | wg pubkey)", owner)
 			continue
 		}
 		p = normalizePeer(p, opts.Port)
@@ -56,7 +56,7 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 			ps.add(KindPeer, p.Name, Warning, CodeNoAllowedIPs,
 				"the peer has no allowed IPs, so nothing is routed to it; list the peer's addresses in spec.allowedIPs")
 		}
-		keys[p.PublicKey] = "peer " + quote(p.Name)
+		keys[p.PublicKey] = p.Name
 		for _, a := range p.AllowedIPs {
 			cs.add(claim{prefix: a, kind: claimPeer, name: p.Name})
 		}

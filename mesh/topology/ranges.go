@@ -52,12 +52,14 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 	if base, ok := b.build(); ok {
 		cs.base = base
 		for _, m := range members {
-			for _, p := range m.PodCIDRs {
-				warnPodInSubnet(m, p, opts, ps)
-			}
 			m.routed4, m.routed6 = m.InternalIP.IsValid(), m.InternalIP6.IsValid()
-			for _, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
-				warnInternalInSubnet(m, in, opts, ps)
+		}
+		for c := range base.overlapping(opts.Subnet) {
+			switch c.kind {
+			case claimPod:
+				warnPodInSubnet(c.name, c.prefix, opts, ps)
+			case claimInternal:
+				warnInternalInSubnet(c.name, c.prefix, opts, ps)
 			}
 		}
 		return
@@ -82,7 +84,7 @@ func claimRangesOf(m *member, opts Options, cs *claims, ps *problems) {
 				"pod CIDR %s overlaps %s, so it is not routed; give every node its own pod CIDR", p, c.owner())
 			continue
 		}
-		warnPodInSubnet(m, p, opts, ps)
+		warnPodInSubnet(m.Name, p, opts, ps)
 		pods = append(pods, p)
 		cs.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
 	}
@@ -104,7 +106,7 @@ func claimRangesOf(m *member, opts Options, cs *claims, ps *problems) {
 				in.Addr(), c.owner())
 			continue
 		}
-		warnInternalInSubnet(m, in, opts, ps)
+		warnInternalInSubnet(m.Name, in, opts, ps)
 		if i == 0 {
 			m.routed4 = true
 		} else {
@@ -136,16 +138,16 @@ func (m *member) endpointClaims() [2]netip.Addr {
 	return out
 }
 
-func warnPodInSubnet(m *member, p netip.Prefix, opts Options, ps *problems) {
+func warnPodInSubnet(node string, p netip.Prefix, opts Options, ps *problems) {
 	if p.Overlaps(opts.Subnet) {
-		ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
+		ps.add(KindNode, node, Warning, CodeSubnetOverlap,
 			"pod CIDR %s overlaps the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", p, opts.Subnet)
 	}
 }
 
-func warnInternalInSubnet(m *member, in netip.Prefix, opts Options, ps *problems) {
+func warnInternalInSubnet(node string, in netip.Prefix, opts Options, ps *problems) {
 	if in.IsValid() && opts.Subnet.Contains(in.Addr()) {
-		ps.add(KindNode, m.Name, Warning, CodeSubnetOverlap,
+		ps.add(KindNode, node, Warning, CodeSubnetOverlap,
 			"internal IP %s is inside the WireGuard subnet %s; choose a --subnet that overlaps no pod CIDR or node network", in.Addr(), opts.Subnet)
 	}
 }
@@ -159,7 +161,7 @@ func warnInternalInSubnet(m *member, in netip.Prefix, opts Options, ps *problems
 // allowed, so a location may route its whole LAN.
 func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 	var seen map[netip.Prefix]bool
-	for _, g := range t.sortedGroups() {
+	for _, g := range t.groups {
 		clear(seen)
 		var with []*member // the nodes with allowed location IPs
 		for _, m := range g.members {

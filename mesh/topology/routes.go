@@ -39,14 +39,14 @@ func (t *Topology) plan(node string) plan {
 	if !ok {
 		return plan{}
 	}
-	p := plan{t: t, m: m}
-	for _, a := range []netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
+	p := plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
+	for _, a := range [3]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
 		if a.IsValid() {
 			p.own = append(p.own, a)
 		}
 	}
-	for _, a := range t.Addresses(node) {
-		p.own = append(p.own, a.Addr())
+	if s := &t.Segments[m.seg]; s.members[s.Leader] == m && s.WireGuardIP.IsValid() {
+		p.own = append(p.own, s.WireGuardIP.Addr()) // see Addresses
 	}
 	own := &t.Segments[m.seg]
 	var mates []*member
@@ -101,8 +101,14 @@ func (t *Topology) plan(node string) plan {
 		}
 	}
 	for _, mate := range mates {
+		if mate == m {
+			continue
+		}
 		for _, dst := range mate.PodCIDRs {
-			if !p.skip(dst, false) {
+			// With disjoint node ranges a mate's pod CIDR can neither
+			// overlap this node's nor hold its addresses (its WireGuard
+			// IP was allocated outside every claim).
+			if t.disjoint || !p.skip(dst, false) {
 				p.via(mate, dst)
 			}
 		}
@@ -117,8 +123,15 @@ func (t *Topology) plan(node string) plan {
 // endpoint of a WireGuard peer (the route would capture WireGuard's own
 // packets).
 func (p *plan) skip(dst netip.Prefix, outside bool) bool {
-	if slices.ContainsFunc(p.m.PodCIDRs, dst.Overlaps) || slices.ContainsFunc(p.own, dst.Contains) {
-		return true
+	for _, pod := range p.m.PodCIDRs {
+		if dst.Overlaps(pod) {
+			return true
+		}
+	}
+	for _, a := range p.own {
+		if dst.Contains(a) {
+			return true
+		}
 	}
 	return outside && p.t.endpoints.containsAny(dst)
 }

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"errors"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -39,7 +38,8 @@ type Topology struct {
 	members   map[string]*member
 	peerIdx   map[string]int    // peer name -> index in Peers
 	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
-	groups    map[segKey]group  // the location groups
+	groups    []group           // the location groups, sorted by key
+	disjoint  bool              // no node range overlaps another (claims.base)
 	endpoints addrSet           // every WireGuard endpoint address of the mesh
 }
 
@@ -136,7 +136,7 @@ func (t *Topology) IsLeader(node string) bool {
 // A node without location is looked up by its own name.
 func (t *Topology) Leader(location string) (Node, bool) {
 	for _, key := range [2]segKey{{name: location}, {name: location, node: true}} {
-		if g, ok := t.groups[key]; ok {
+		if g, ok := t.group(key); ok {
 			return *g.leader.Node, true
 		}
 	}
@@ -188,26 +188,29 @@ func (e *nameError) Error() string {
 
 func (e *nameError) Unwrap() error { return e.err }
 
-// mates returns the other accepted nodes of m's location group that m
-// reaches natively: its segment in LocationGranularity, its location in
-// CrossGranularity, none in FullGranularity.
+// mates returns the accepted nodes of m's location group, m among them,
+// sorted by name: the nodes m reaches natively are the others, its
+// segment in LocationGranularity, its location in CrossGranularity, none
+// in FullGranularity.
 func (t *Topology) mates(m *member) []*member {
 	if t.opts.Granularity == FullGranularity {
 		return nil
 	}
-	g := t.groups[m.group].members
-	i := slices.Index(g, m)
-	return slices.Concat(g[:i:i], g[i+1:])
+	g, _ := t.group(m.group)
+	return g.members
 }
 
-// sortedGroups returns the location groups sorted by key.
-func (t *Topology) sortedGroups() []group {
-	keys := slices.SortedFunc(maps.Keys(t.groups), segKey.compare)
-	out := make([]group, len(keys))
-	for i, k := range keys {
-		out[i] = t.groups[k]
+// remote reports whether segment s is reached through WireGuard from a
+// node of segment from.
+func remote(from, s *Segment) bool { return from.group != s.group }
+
+// group returns the location group of key.
+func (t *Topology) group(key segKey) (group, bool) {
+	i, ok := slices.BinarySearchFunc(t.groups, key, func(g group, k segKey) int { return g.key().compare(k) })
+	if !ok {
+		return group{}, false
 	}
-	return out
+	return t.groups[i], true
 }
 
 // group is a location group: the nodes of one location, or a node alone.
@@ -216,6 +219,5 @@ type group struct {
 	leader  *member   // the first in election order
 }
 
-// remote reports whether segment s is reached through WireGuard from a
-// node of segment from.
-func remote(from, s *Segment) bool { return from.group != s.group }
+// key returns the group's key.
+func (g group) key() segKey { return g.members[0].group }
