@@ -141,3 +141,33 @@ func TestSortByHigh40(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRuns checks the merge of ascending runs against slices.Sort,
+// and that more than 8 runs are left to the radix sort.
+func TestMergeRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for runs := 1; runs <= 10; runs++ {
+		for _, n := range []int{0, 1, 7, 100} {
+			var keys []uint64
+			for range runs {
+				v := rng.Uint64N(1 << 20)
+				for range n {
+					v += rng.Uint64N(3) // ascending, with repeats
+					keys = append(keys, v<<24|uint64(len(keys)))
+				}
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			got := slices.Clone(keys)
+			ok := mergeRuns(got)
+			switch {
+			case ok && !slices.Equal(got, want):
+				t.Errorf("%d runs of %d: not sorted", runs, n)
+			case !ok && !slices.Equal(got, keys):
+				t.Errorf("%d runs of %d: refused, but keys changed", runs, n)
+			case !ok && runs <= 8:
+				t.Errorf("%d runs of %d: refused", runs, n)
+			}
+		}
+	}
+}

@@ -91,6 +91,13 @@ func (t *Topology) buildSegments(members []*member) {
 	}
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // groupMembers returns the location groups of members, sorted by name:
 // sorted by key, with their members by name in one shared array, and
 // their leaders.
@@ -170,7 +177,14 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 	arena := newPrefixArena(total)
 	endpoints := make([]netip.Addr, 0, len(t.Segments)+len(t.Peers))
 	for i := range t.Segments {
-		t.Segments[i].AllowedIPs = arena.take(size(&t.Segments[i]))
+		s := &t.Segments[i]
+		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own
+		s.AllowedIPs = arena.take(size(s))
+		if base != nil {
+			// Room in front for the WireGuard IP and the allowed location
+			// IPs, merged in below.
+			s.AllowedIPs = s.AllowedIPs[:len(s.AllowedLocationIPs)+b2i(s.WireGuardIP.IsValid())]
+		}
 	}
 	if base != nil {
 		for p, r := range base.ranges() {
@@ -180,18 +194,19 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 			}
 		}
 	}
+	var extra []netip.Prefix
 	for i := range t.Segments {
 		s := &t.Segments[i]
-		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own
-		var wg []netip.Prefix
+		extra = append(extra[:0], s.AllowedLocationIPs...)
 		if s.WireGuardIP.IsValid() {
-			wg = []netip.Prefix{hostPrefix(s.WireGuardIP.Addr())}
+			w := hostPrefix(s.WireGuardIP.Addr())
+			j, _ := slices.BinarySearchFunc(extra, w, compareMasked)
+			extra = slices.Insert(extra, j, w)
 		}
 		if base != nil {
-			s.AllowedIPs = insertSorted(insertSorted(s.AllowedIPs, s.AllowedLocationIPs), wg)
+			s.AllowedIPs = mergeFront(s.AllowedIPs, extra)
 		} else {
-			ips := append(s.AllowedIPs, s.AllowedLocationIPs...)
-			ips = append(ips, wg...)
+			ips := append(s.AllowedIPs, extra...)
 			for _, m := range s.members {
 				ips = m.appendAllowed(ips)
 			}

@@ -97,7 +97,7 @@ func nodeKey(n string) string { return "node:" + n }
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name, and the array of their Nodes.
 func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) ([]*member, []Node) {
-	sorted := byName(nodes)
+	sorted, shared := byName(nodes)
 	// The members and their Nodes are allocated at once; an excluded
 	// node's slot is reused.
 	slab := make([]member, 0, len(sorted))
@@ -110,7 +110,11 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 	out := make([]*member, 0, len(sorted))
 	full := opts.Granularity == FullGranularity
 	for i, n := range sorted {
-		switch named := sameName(sorted, i); {
+		named := 1
+		if shared {
+			named = sameName(sorted, i)
+		}
+		switch {
 		case n.Name == "":
 			ps.add(KindNode, "", Excluded, CodeNoName, "a node has an empty name; it is ignored")
 			continue
@@ -170,14 +174,20 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 	return out, accepted
 }
 
-// byName returns pointers to nodes sorted by name, stable by position.
-func byName(nodes []Node) []*Node {
+// byName returns pointers to nodes sorted by name, stable by position, and
+// whether two of them share a name.
+func byName(nodes []Node) ([]*Node, bool) {
 	sorted := make([]*Node, len(nodes))
 	for i := range nodes {
 		sorted[i] = &nodes[i]
 	}
-	if slices.IsSortedFunc(sorted, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) }) {
-		return sorted
+	inOrder, shared := true, false
+	for i := 1; i < len(nodes) && inOrder; i++ {
+		c := strings.Compare(nodes[i-1].Name, nodes[i].Name)
+		inOrder, shared = c <= 0, shared || c == 0
+	}
+	if inOrder {
+		return sorted, shared
 	}
 	// Sort names with indexes, stable by position: they sit together in
 	// memory and swapping them needs no write barrier on pointers to Nodes.
@@ -189,11 +199,18 @@ func byName(nodes []Node) []*Node {
 	for i := range nodes {
 		order[i] = named{nodes[i].Name, i}
 	}
-	slices.SortFunc(order, func(a, b named) int { return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.i, b.i)) })
+	slices.SortFunc(order, func(a, b named) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	shared = false
 	for i, o := range order {
 		sorted[i] = &nodes[o.i]
+		shared = shared || (i > 0 && o.name == order[i-1].name)
 	}
-	return sorted
+	return sorted, shared
 }
 
 // sameName returns how many of the nodes sorted by name are named like

@@ -70,23 +70,30 @@ func sortPrefixes(ps []netip.Prefix) []netip.Prefix {
 	return ps[:len(keys)]
 }
 
-// insertSorted merges add into ps, both sorted and without duplicates,
-// in place (ps has room for add), and drops the duplicates; nil when
-// nothing is left.
-func insertSorted(ps, add []netip.Prefix) []netip.Prefix {
-	i, j := len(ps)-1, len(add)-1
-	ps = ps[:len(ps)+len(add)]
-	for k := len(ps) - 1; j >= 0; k-- { // from the end, the largest first
-		if i >= 0 && compareMasked(ps[i], add[j]) > 0 {
-			ps[k], i = ps[i], i-1
-		} else {
-			ps[k], j = add[j], j-1
+// mergeFront merges add into ps[len(add):], both sorted and without
+// duplicates, in place: the first len(add) prefixes of ps are free room.
+// It drops the duplicates and returns nil when nothing is left. Only the
+// prefixes of ps below the last of add move, so adding what sorts first
+// is cheap however long ps is.
+func mergeFront(ps, add []netip.Prefix) []netip.Prefix {
+	k, i, j := 0, 0, len(add) // where to write, the next of add, the next of ps
+	for ; i < len(add); k++ {
+		switch {
+		case j < len(ps) && compareMasked(ps[j], add[i]) < 0:
+			ps[k], j = ps[j], j+1
+		case j < len(ps) && ps[j] == add[i]:
+			ps[k], i, j = add[i], i+1, j+1
+		default:
+			ps[k], i = add[i], i+1
 		}
+	}
+	if k < j { // duplicates left a gap
+		ps = append(ps[:k], ps[j:]...)
 	}
 	if len(ps) == 0 {
 		return nil
 	}
-	return slices.Compact(ps)
+	return ps
 }
 
 // prefixKey is a zoneless prefix as plain numbers.

@@ -37,9 +37,9 @@ func TestSortPrefixesOrdersLikePrefixCompare(t *testing.T) {
 	}
 }
 
-// TestInsertSorted checks the merge of sorted prefixes into sorted
-// prefixes against sorting them all.
-func TestInsertSorted(t *testing.T) {
+// TestMergeFront checks the merge of sorted prefixes into sorted prefixes
+// that left room for them in front against sorting them all.
+func TestMergeFront(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ps, add  []netip.Prefix
@@ -51,16 +51,18 @@ func TestInsertSorted(t *testing.T) {
 		{name: "before", ps: pfxs("10.0.1.0/24", "10.0.2.0/24"), add: pfxs("10.0.0.0/24")},
 		{name: "after", ps: pfxs("10.0.1.0/24", "10.0.2.0/24"), add: pfxs("10.0.3.0/24")},
 		{name: "between", ps: pfxs("10.0.0.0/24", "10.0.2.0/24"), add: pfxs("10.0.1.0/24")},
+		{name: "around", ps: pfxs("10.0.1.0/24", "10.0.2.0/24"), add: pfxs("10.0.0.0/24", "10.0.3.0/24")},
 		{name: "duplicate", ps: pfxs("10.0.0.0/24", "10.0.0.1/32"), add: pfxs("10.0.0.1/32", "10.0.0.2/32")},
+		{name: "duplicate first, more after", ps: pfxs("10.0.0.1/32", "10.0.0.3/32", "10.0.0.4/32"), add: pfxs("10.0.0.1/32", "10.0.0.2/32")},
 		{name: "same address, wider first", ps: pfxs("10.0.0.0/32"), add: pfxs("10.0.0.0/16")},
 		{name: "IPv6 after IPv4", ps: pfxs("fd00::/64"), add: pfxs("10.0.0.0/8", "fd00::1/128")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := sortPrefixes(append(slices.Clone(tc.ps), tc.add...))
-			ps := append(make([]netip.Prefix, 0, len(tc.ps)+len(tc.add)), tc.ps...)
-			got := insertSorted(ps, tc.add)
+			ps := append(make([]netip.Prefix, len(tc.add)), tc.ps...) // room in front
+			got := mergeFront(ps, tc.add)
 			if !slices.Equal(got, want) || (len(got) == 0) != tc.wantNone {
-				t.Errorf("insertSorted(%v, %v) = %v, want %v", tc.ps, tc.add, got, want)
+				t.Errorf("mergeFront(%v, %v) = %v, want %v", tc.ps, tc.add, got, want)
 			}
 		})
 	}

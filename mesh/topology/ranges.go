@@ -33,19 +33,24 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 	}
 	var b disjointBuilder
 	b.grow(nodeClaims(members))
+	// One kind after the other, so that ranges handed out in the order of
+	// the node names come in a few sorted runs.
 	for _, m := range members {
-		seg := m.seg
 		for _, p := range m.PodCIDRs {
-			b.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: seg})
+			b.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: m.seg})
 		}
+	}
+	for _, m := range members {
 		for _, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
 			if in.IsValid() {
-				b.add(claim{prefix: hostPrefix(in.Addr()), kind: claimInternal, name: m.Name, seg: seg})
+				b.add(claim{prefix: hostPrefix(in.Addr()), kind: claimInternal, name: m.Name, seg: m.seg})
 			}
 		}
+	}
+	for _, m := range members {
 		for _, a := range m.endpointClaims() {
 			if a.IsValid() {
-				b.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: seg})
+				b.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: m.seg})
 			}
 		}
 	}

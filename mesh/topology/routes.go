@@ -357,7 +357,7 @@ func routeOrder(routes []Route) []int {
 // permutation at a time; a done position has its order set to -1.
 func permute(routes []Route, order []int) {
 	for k := range order {
-		if order[k] < 0 {
+		if order[k] < 0 || order[k] == k { // done, or in place
 			continue
 		}
 		held, j := routes[k], k
