@@ -69,9 +69,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	if len(d.refs) > maxDisjoint {
 		return nil, false
 	}
-	if !mergeRuns(d.v4) {
-		sortByHigh40(d.v4)
-	}
+	sortRuns(d.v4, cmp.Compare[uint64])
 	slices.SortFunc(d.v6, func(x, y claim6) int {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.ref, y.ref))
 	})
@@ -102,83 +100,6 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	}
 	d.v6 = kept6
 	return d, true
-}
-
-// mergeRuns sorts keys that come in at most 8 ascending runs, as the
-// nodes' ranges of one kind do when the nodes' CIDRs and addresses were
-// handed out in the order of their names, by merging the runs; it reports
-// false, leaving keys alone, when there are more.
-func mergeRuns(keys []uint64) bool {
-	runs := make([]int, 1, 9) // where each run starts
-	for i := 1; i < len(keys); i++ {
-		if keys[i] < keys[i-1] {
-			if len(runs) == cap(runs)-1 {
-				return false
-			}
-			runs = append(runs, i)
-		}
-	}
-	if len(runs) == 1 {
-		return true
-	}
-	bounds := append(runs, len(keys)) // run r is keys[bounds[r]:bounds[r+1]]
-	src, dst := keys, make([]uint64, len(keys))
-	for len(bounds) > 2 { // merge the runs pairwise
-		next := make([]int, 1, len(bounds)/2+2)
-		for r := 0; r+1 < len(bounds); r += 2 {
-			lo, mid, hi := bounds[r], bounds[r+1], bounds[r+1]
-			if r+2 < len(bounds) {
-				hi = bounds[r+2]
-			}
-			i, j := lo, mid
-			for k := lo; k < hi; k++ {
-				if j == hi || (i < mid && src[i] <= src[j]) {
-					dst[k], i = src[i], i+1
-				} else {
-					dst[k], j = src[j], j+1
-				}
-			}
-			next = append(next, hi)
-		}
-		src, dst, bounds = dst, src, next
-	}
-	copy(keys, src) // a no-op when src is keys
-	return true
-}
-
-// sortByHigh40 sorts keys by their 40 most significant bits, stable, so
-// that keys whose low 24 bits ascend in input order (the v4 keys, as
-// added) end up sorted. It is a radix sort, least significant byte first,
-// that skips the bytes all keys share.
-func sortByHigh40(keys []uint64) {
-	if len(keys) < 64 {
-		slices.Sort(keys)
-		return
-	}
-	var counts [5][256]int
-	for _, k := range keys {
-		for b := range counts {
-			counts[b][byte(k>>(24+8*b))]++
-		}
-	}
-	src, dst := keys, make([]uint64, len(keys))
-	for b := range counts {
-		c := &counts[b]
-		if c[byte(keys[0]>>(24+8*b))] == len(keys) {
-			continue // every key has this byte
-		}
-		sum := 0
-		for i, n := range c {
-			c[i], sum = sum, sum+n
-		}
-		for _, k := range src {
-			d := byte(k >> (24 + 8*b))
-			dst[c[d]] = k
-			c[d]++
-		}
-		src, dst = dst, src
-	}
-	copy(keys, src) // a no-op when src is keys
 }
 
 // sameEndpoint reports whether two IPv4 claims are the same endpoint.

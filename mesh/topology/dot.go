@@ -28,7 +28,7 @@ func (t *Topology) DOT() string {
 	groups := t.groups
 	for i, g := range groups {
 		fmt.Fprintf(&b, "\tsubgraph %s {\n\t\tlabel=%s;\n\t\tstyle=\"dashed,rounded\";\n",
-			label(fmt.Sprintf("cluster_%d", i)), label(g.members[0].location))
+			label(fmt.Sprintf("cluster_%d", i)), label(g.members[0].location(t.opts.Granularity)))
 		for _, m := range g.members {
 			t.dotNode(&b, m, warnings[KindNode+":"+m.Name])
 		}

@@ -141,9 +141,9 @@ func groupMembers(members []*member) []group {
 // addSegment appends the segment of ms, sorted by name, led by leader.
 func (t *Topology) addSegment(ms []*member, leader *member) {
 	s := Segment{
-		Name:     ms[0].segment.name,
-		Location: ms[0].location,
-		key:      ms[0].segment,
+		Name:     ms[0].segment(t.opts.Granularity).name,
+		Location: ms[0].location(t.opts.Granularity),
+		key:      ms[0].segment(t.opts.Granularity),
 		group:    ms[0].group,
 		members:  ms,
 		Leader:   slices.Index(ms, leader),

@@ -33,12 +33,6 @@ type member struct {
 	// group is the node's location group: its location, or the node
 	// alone when it has no location or no internal IP.
 	group segKey
-	// segment is the node's segment: its group in LocationGranularity,
-	// the node alone otherwise.
-	segment segKey
-	// location is the location shown to users: the location, or the node
-	// name for a node that forms a location of its own.
-	location string
 	// endpoint holds what Node.Endpoint points to, so that members
 	// allocated together need no allocation of their own for it.
 	endpoint Endpoint
@@ -50,6 +44,28 @@ func (m *member) internal(a netip.Addr) netip.Prefix {
 		return m.InternalIP
 	}
 	return m.InternalIP6
+}
+
+// segment returns the key of the node's segment: its group in
+// LocationGranularity, the node alone otherwise.
+func (m *member) segment(g Granularity) segKey {
+	if g == LocationGranularity {
+		return m.group
+	}
+	return segKey{name: m.Name, node: true}
+}
+
+// location returns the location shown to users: the node's location
+// group, or for a node alone its location in FullGranularity (where every
+// node is alone) and its name otherwise.
+func (m *member) location(g Granularity) string {
+	switch {
+	case !m.group.node:
+		return m.group.name
+	case g == FullGranularity && m.Location != "":
+		return m.Location
+	}
+	return m.Name
 }
 
 // hasInternal reports whether the node has an internal IP.
@@ -145,7 +161,6 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 			continue
 		}
 		m.fillEndpoint(opts.Port)
-		m.location = n.Name
 		alone := segKey{name: n.Name, node: true}
 		switch {
 		case n.Location == "":
@@ -156,18 +171,12 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 			}
 		case !m.hasInternal():
 			m.group = alone
-			if full {
-				m.location = n.Location
-			} else {
+			if !full {
 				ps.add(KindNode, n.Name, Warning, CodeNoInternalIP,
 					"the node has no internal IP, so it cannot reach the other nodes of location %q natively and forms a location of its own; give the Node an InternalIP address", n.Location)
 			}
 		default:
-			m.group, m.location = segKey{name: n.Location}, n.Location
-		}
-		m.segment = m.group
-		if opts.Granularity != LocationGranularity {
-			m.segment = alone
+			m.group = segKey{name: n.Location}
 		}
 		out = append(out, m)
 	}

@@ -197,13 +197,13 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 				if ok {
 					ps.add(KindNode, m.Name, Warning, CodeOverlap,
 						"allowed location IP %s overlaps %s, so it is not routed to location %q; remove it from kilo.squat.ai/allowed-location-ips or fix the overlap",
-						p, c.owner(), m.location)
+						p, c.owner(), m.location(t.opts.Granularity))
 					continue
 				}
 				seen[p] = true
 				kept = append(kept, p)
 				s.AllowedLocationIPs = append(s.AllowedLocationIPs, p)
-				cs.add(claim{prefix: p, kind: claimLocation, name: m.location, seg: int32(m.seg)})
+				cs.add(claim{prefix: p, kind: claimLocation, name: m.location(t.opts.Granularity), seg: m.seg})
 			}
 			if len(kept) == 0 {
 				kept = nil

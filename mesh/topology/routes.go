@@ -26,9 +26,13 @@ func (t *Topology) TunnelRemotes(node string) []netip.Addr {
 
 // plan is what one node's kernel needs.
 type plan struct {
-	t       *Topology
-	m       *member
-	own     []netip.Addr // addresses of the node itself
+	t   *Topology
+	m   *member
+	own []netip.Addr // addresses of the node itself
+	// own4 and pods4 are the IPv4 addresses and pod CIDRs of the node, as
+	// numbers, for skip.
+	own4    []uint32
+	pods4   [][2]uint32 // first and last address
 	routes  []Route
 	rules   []Rule
 	remotes []netip.Addr
@@ -47,6 +51,18 @@ func (t *Topology) plan(node string) plan {
 	}
 	if s := &t.Segments[m.seg]; s.members[s.Leader] == m && s.WireGuardIP.IsValid() {
 		p.own = append(p.own, s.WireGuardIP.Addr()) // see Addresses
+	}
+	for _, a := range p.own {
+		if a.Is4() {
+			first, _ := range4(netip.PrefixFrom(a, 32))
+			p.own4 = append(p.own4, first)
+		}
+	}
+	for _, pod := range m.PodCIDRs {
+		if pod.Addr().Is4() {
+			first, last := range4(pod)
+			p.pods4 = append(p.pods4, [2]uint32{first, last})
+		}
 	}
 	own := &t.Segments[m.seg]
 	var mates []*member
@@ -123,6 +139,20 @@ func (t *Topology) plan(node string) plan {
 // endpoint of a WireGuard peer (the route would capture WireGuard's own
 // packets).
 func (p *plan) skip(dst netip.Prefix, outside bool) bool {
+	if dst.Addr().Is4() { // the same tests on numbers
+		first, last := range4(dst)
+		for _, pod := range p.pods4 {
+			if first <= pod[1] && pod[0] <= last {
+				return true
+			}
+		}
+		for _, a := range p.own4 {
+			if first <= a && a <= last {
+				return true
+			}
+		}
+		return outside && p.t.endpoints.contains4(first, last)
+	}
 	for _, pod := range p.m.PodCIDRs {
 		if dst.Overlaps(pod) {
 			return true
@@ -134,6 +164,19 @@ func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 		}
 	}
 	return outside && p.t.endpoints.containsAny(dst)
+}
+
+// contains4 reports whether s holds an IPv4 address from first to last.
+func (s addrSet) contains4(first, last uint32) bool {
+	i, _ := slices.BinarySearch(s.v4, first)
+	return i < len(s.v4) && s.v4[i] <= last
+}
+
+// range4 returns the first and last address of the IPv4 prefix p.
+func range4(p netip.Prefix) (first, last uint32) {
+	b := p.Addr().As4()
+	first = binary.BigEndian.Uint32(b[:]) &^ uint32(1<<(32-p.Bits())-1)
+	return first, first | uint32(1<<(32-p.Bits())-1)
 }
 
 // addrSet is a set of addresses sorted for containsAny.
@@ -161,14 +204,10 @@ func newAddrSet(addrs []netip.Addr) addrSet {
 
 // containsAny reports whether dst holds one of the addresses of s.
 func (s addrSet) containsAny(dst netip.Prefix) bool {
-	dst = dst.Masked()
 	if dst.Addr().Is4() {
-		b := dst.Addr().As4()
-		first := binary.BigEndian.Uint32(b[:])
-		last := first | uint32(1<<(32-dst.Bits())-1)
-		i, _ := slices.BinarySearch(s.v4, first)
-		return i < len(s.v4) && s.v4[i] <= last
+		return s.contains4(range4(dst))
 	}
+	dst = dst.Masked()
 	i, _ := slices.BinarySearchFunc(s.v6, dst.Addr(), netip.Addr.Compare)
 	return i < len(s.v6) && dst.Contains(s.v6[i])
 }
@@ -330,7 +369,7 @@ func routeOrder(routes []Route) []int {
 			hi, _ := addrBits(r.Dst.Masked().Addr())
 			keys[i] = route4Key{dst: hi | uint64(r.Dst.Bits()), rest: uint64(r.Table)<<32 | uint64(i)}
 		}
-		slices.SortFunc(keys, func(a, b route4Key) int {
+		sortRuns(keys, func(a, b route4Key) int {
 			if a.dst != b.dst {
 				return cmp.Compare(a.dst, b.dst)
 			}
@@ -346,7 +385,7 @@ func routeOrder(routes []Route) []int {
 		hi, lo := addrBits(r.Dst.Masked().Addr())
 		keys[i] = routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table, i: i}
 	}
-	slices.SortFunc(keys, compareRouteKeys)
+	sortRuns(keys, compareRouteKeys)
 	for k, key := range keys {
 		order[k] = key.i
 	}

@@ -40,8 +40,8 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	keepalive := own.PersistentKeepalive()
 	gateway, relayed := t.relayedPeers(own)
 	// The peers in public key order, built in place: refs are sorted
-	// rather than the peer configurations, and their allowed IPs share one
-	// array.
+	// rather than the peer configurations, whose allowed IPs are the
+	// Topology's own (see shared).
 	type ref struct {
 		head uint64 // the key's first 8 bytes
 		seg  int32  // index in t.Segments, or -1 for the Peer t.Peers[peer]
@@ -54,21 +54,17 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		return t.Segments[r.seg].Key()
 	}
 	refs := make([]ref, 0, len(t.Segments)+len(t.Peers))
-	n := 0
 	for i := range t.Segments {
 		if s := &t.Segments[i]; remote(own, s) {
 			k := s.Key()
 			refs = append(refs, ref{head: binary.BigEndian.Uint64(k[:8]), seg: int32(i)})
-			n += len(s.AllowedIPs)
 		}
 	}
 	for i, p := range t.Peers {
 		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
 			refs = append(refs, ref{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
-			n += len(p.AllowedIPs)
 		}
 	}
-	arena := newPrefixArena(n)
 	slices.SortFunc(refs, func(a, b ref) int {
 		if a.head != b.head {
 			return cmp.Compare(a.head, b.head)
@@ -82,11 +78,11 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	for _, r := range refs {
 		if r.seg < 0 {
 			p := t.Peers[r.peer]
-			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive), arena.clone(p.AllowedIPs)))
+			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive), shared(p.AllowedIPs)))
 			continue
 		}
 		s := &t.Segments[r.seg]
-		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive), arena.clone(s.AllowedIPs))
+		pc := segmentPeer(s, max(keepalive, s.PersistentKeepalive(), t.opts.MeshKeepalive), shared(s.AllowedIPs))
 		if int(r.seg) == gateway {
 			for _, p := range relayed {
 				pc.AllowedIPs = append(pc.AllowedIPs, p.AllowedIPs...)
@@ -289,6 +285,10 @@ func peerPeer(p Peer, keepalive time.Duration, allowed []netip.Prefix) wgconf.Pe
 	}
 	return pc
 }
+
+// shared returns ps capped, so that appending to it copies it: the
+// configurations share the Topology's read-only ranges.
+func shared(ps []netip.Prefix) []netip.Prefix { return ps[:len(ps):len(ps)] }
 
 func sortPeers(ps []wgconf.Peer) {
 	slices.SortFunc(ps, func(a, b wgconf.Peer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
