@@ -143,11 +143,16 @@ type Agent struct {
 	// lead comes back through the API; kick asks Run to reconcile.
 	leading string
 	kick    chan struct{}
+	// leadApplied is closed once WireGuard took a configuration computed
+	// with leading; nil when no such wait is pending.
+	leadApplied chan struct{}
 	// tunnelErr says that this node's tunnels did not answer when it last
 	// led, and have not since (Forwarding).
 	tunnelErr error
 
 	// Touched by the Run goroutine only (Reconcile and restartHandshakes).
+	resync     bool            // the next Reconcile sets everything again
+	firewall   *firewall.Rules // the rules of the last Set that worked
 	nudge      *nudger
 	peerWrites map[string]statusWrite
 	resolved   map[string]netip.Addr
@@ -214,17 +219,46 @@ func New(cfg Config) (*Agent, error) {
 }
 
 // setLeading records the location this node's election leads ("" for
-// none) and, when it takes a lead, asks Run to reconcile at once.
-func (a *Agent) setLeading(loc string) {
+// none) and, when it takes a lead, asks Run to reconcile at once; it then
+// returns a channel closed once WireGuard took the configuration of the
+// new lead (nil otherwise, and for an Agent that New did not make, which
+// has no loop).
+func (a *Agent) setLeading(loc string) <-chan struct{} {
 	a.mu.Lock()
 	changed := loc != a.leading
 	a.leading = loc
-	a.mu.Unlock()
-	if changed && loc != "" {
-		select {
-		case a.kick <- struct{}{}:
-		default:
+	if !changed || loc == "" || a.kick == nil {
+		if changed {
+			a.leadApplied = nil
 		}
+		a.mu.Unlock()
+		return nil
+	}
+	ready := make(chan struct{})
+	a.leadApplied = ready
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+	return ready
+}
+
+// leadSnapshot returns the lead a reconciliation starts with and the
+// channel to close once WireGuard took its configuration.
+func (a *Agent) leadSnapshot() (string, chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leading, a.leadApplied
+}
+
+// leadConfigured closes ready, if it is still the pending wait.
+func (a *Agent) leadConfigured(ready chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ready != nil && a.leadApplied == ready {
+		close(ready)
+		a.leadApplied = nil
 	}
 }
 

@@ -26,6 +26,9 @@ const (
 	// rankDelay is how long each rank waits after the one before it to take
 	// a vacant lead, so that the preferred candidate wins.
 	rankDelay = 300 * time.Millisecond
+	// leadApplyWait bounds how long a new leader waits for WireGuard to
+	// take its lead before it publishes it.
+	leadApplyWait = 300 * time.Millisecond
 )
 
 // candidates returns the nodes of location loc that have a key ranked as leaders are
@@ -429,8 +432,20 @@ func (e *election) hold(ctx context.Context, loc string, seen k8s.LocationLease,
 	}
 	e.renewed = now
 	// Lead at once: this node's reconciliation need not wait for its lead
-	// to come back through the API, as the other locations' do.
-	e.a.setLeading(loc)
+	// to come back through the API. The other locations reconfigure when
+	// it is published; configured first, this node answers their first
+	// handshake (from behind NAT, the only one that can come) instead of
+	// dropping it until the handshake is restarted a second later.
+	if ready := e.a.setLeading(loc); ready != nil && act != renew {
+		wait := time.NewTimer(leadApplyWait)
+		select {
+		case <-ready:
+		case <-wait.C:
+			log.Debug("lead published before WireGuard took it", "waited", leadApplyWait)
+		case <-ctx.Done():
+		}
+		wait.Stop()
+	}
 	if act != renew {
 		log.Info("took the lead of the location", "location", loc, "why", act.String(), "term", l.Term)
 		e.vacant = time.Time{}

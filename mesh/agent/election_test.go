@@ -18,6 +18,7 @@ import (
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
+	"github.com/kilofed/kilofed/mesh/wireguard"
 )
 
 func TestDecide(t *testing.T) {
@@ -346,6 +347,51 @@ func TestElectionFormerHolderRanksLastForTheLeadItReleased(t *testing.T) {
 	if fresh.holder() != "" {
 		t.Errorf("holder %q: n2 took a lead released by a node it never saw hold it before its rank's delay", fresh.holder())
 	}
+}
+
+// publishOrder is an Elector that records, when the lead is published,
+// how many WireGuard peers the node's device had then.
+type publishOrder struct {
+	k8s.Elector
+	dev   *wireguard.Fake
+	peers chan int
+}
+
+func (p publishOrder) PublishLeads(ctx context.Context, node, v string) error {
+	if v != "" {
+		st, _ := p.dev.Show(ctx)
+		p.peers <- len(st.Peers)
+	}
+	return p.Elector.PublishLeads(ctx, node, v)
+}
+
+func TestNewLeaderConfiguresItsTunnelsBeforeItPublishesItsLead(t *testing.T) {
+	// The other locations reconfigure when the lead is published: if the
+	// new leader were configured after them, their first handshake (from
+	// behind NAT, the only one that can come) would find no peer and wait
+	// for a restart.
+	r := newRig(t, "node-beijing-2", 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order := publishOrder{Elector: r.backend, dev: r.device, peers: make(chan int, 10)}
+	e := newElection(r.agent, order)
+	e.former = "node-beijing" // it left the lead: node-beijing-2 is first in line
+	r.backend.FollowLocation("cn-beijing")
+	r.backend.SetLocationLease("cn-beijing", &k8s.FakeLease{Holder: ""})
+	done := make(chan error)
+	go func() { done <- r.agent.Run(ctx) }()
+	e.step(ctx, time.Now())
+	if h := r.backend.LocationLease("cn-beijing").Holder; h != "node-beijing-2" {
+		t.Fatalf("holder %q, want node-beijing-2", h)
+	}
+	if n := <-order.peers; n != 1 {
+		t.Errorf("the lead was published with %d WireGuard peers on the new leader, want shanghai's already", n)
+	}
+	cancel()
+	<-done
 }
 
 // tunnelNodes are electionNodes with a third location: the leader of l

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -96,4 +98,40 @@ func TestFirewallTakesEncapsulatedPacketsOnlyFromTheLocation(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFirewallIsSetAgainOnlyWhenItsRulesChangeOrAtAResync(t *testing.T) {
+	// Setting the firewall runs iptables a dozen times: a reconciliation
+	// that changes nothing in it (a lead moving elsewhere) skips it, so the
+	// next change, which may be a failover, is not queued behind it. A
+	// resync still sets it, which repairs rules deleted by hand.
+	r, fw := encapRig(t, "node-beijing", 1, false)
+	sets := func() int { return strings.Count(fw.Record(), "set\n") }
+	ctx := context.Background()
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := sets(); n != 1 {
+		t.Errorf("firewall set %d times by two reconciliations of the same cluster, want 1", n)
+	}
+	nodes := append(seedNodes(t), topology.Node{Name: "node-beijing-3", Location: "cn-beijing", Ready: true, Key: pubKey(t, 4),
+		InternalIP: netip.MustParsePrefix("10.0.1.12/24"), PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.42.3.0/24")}})
+	r.backend.Set(nodes, nil, nil)
+	if err := r.agent.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := sets(); n != 2 {
+		t.Errorf("firewall set %d times after a change of its rules, want 2", n)
+	}
+	resync, nudge, _ := handLoop(r)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- r.agent.Run(ctx) }()
+	resync.c <- time.Time{} // taken after Run's first reconciliation
+	nudge.c <- time.Time{}  // taken after the resync's
+	if n := sets(); n != 3 {
+		t.Errorf("firewall set %d times after a resync, want 3", n)
+	}
+	cancel()
+	<-done
 }

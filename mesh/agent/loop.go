@@ -31,9 +31,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	nudge := a.newTicker(nudgeTick)
 	defer nudge.Stop()
 	for {
+		start := time.Now()
 		if err := a.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			a.log.Error("reconcile failed", "err", err)
 		}
+		a.log.Debug("reconciled", "took", time.Since(start).Round(time.Millisecond))
 		if !a.waitForChange(ctx, resync.C(), nudge.C()) {
 			return nil
 		}
@@ -53,6 +55,7 @@ func (a *Agent) waitForChange(ctx context.Context, resync, nudge <-chan time.Tim
 		case <-a.kick:
 			return true
 		case <-resync:
+			a.resync = true
 			return true
 		case <-nudge:
 			a.restartHandshakes(ctx)

@@ -95,7 +95,7 @@ func TestWaitForChangeNudgesUntilAChangeOrResync(t *testing.T) {
 			r.agent.nudge = newNudger()
 			r.agent.nudge.track(r.agent.applied, clock)
 			resync, nudge, changes := handLoop(r)
-			leading = r.agent.setLeading
+			leading = func(loc string) { r.agent.setLeading(loc) }
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			got := make(chan bool)

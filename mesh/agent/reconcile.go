@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -25,9 +26,7 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		a.nudge.forget()
 	}
 	nodes, peers, bad := a.cfg.Backend.Snapshot()
-	a.mu.Lock()
-	leading := a.leading
-	a.mu.Unlock()
+	leading, ready := a.leadSnapshot()
 	if leading != "" {
 		nodes = leadLocation(nodes, leading, a.cfg.Hostname)
 	}
@@ -43,7 +42,7 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		return a.finish(&steps)
 	}
 	a.observe(topo, bad)
-	a.apply(ctx, topo, &steps)
+	a.apply(ctx, topo, &steps, func() { a.leadConfigured(ready) })
 	actx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	if serr := a.reportPeers(actx, topo, bad); serr != nil {
@@ -51,6 +50,7 @@ func (a *Agent) Reconcile(ctx context.Context) error {
 		// not fail the reconciliation.
 		a.log.Warn("peer status not written", "err", serr)
 	}
+	a.resync = false
 	return a.finish(&steps)
 }
 
@@ -72,7 +72,9 @@ func leadLocation(nodes []topology.Node, loc, self string) []topology.Node {
 	return out
 }
 
-func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepErrors) {
+// apply applies this node's share of topo, and calls configured once
+// WireGuard took its configuration.
+func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepErrors, configured func()) {
 	name := a.cfg.Hostname
 	wg := a.cfg.Topology.Links.WireGuard
 	step := steps.add
@@ -117,6 +119,8 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 		a.applied = conf
 		a.mu.Unlock()
 		a.nudge.track(conf, a.now())
+		a.log.Debug("WireGuard configured", "peers", len(conf.Peers))
+		configured()
 	}
 	step(stepAddress, "address "+wg, a.cfg.Links.SetAddresses(wg, addrs))
 	step(stepLink, "bring up "+wg, a.cfg.Links.SetUp(wg))
@@ -127,7 +131,17 @@ func (a *Agent) apply(ctx context.Context, topo *topology.Topology, steps *stepE
 	routes, rules := topo.Routes(name)
 	step(stepRoutes, "routes", a.cfg.Router.Set(ctx, routes, rules))
 	if a.cfg.Firewall != nil {
-		step(stepFirewall, "firewall", a.cfg.Firewall.Set(ctx, FirewallRules(topo, name, a.firewallOptions())))
+		// iptables runs a dozen times per Set: rules unchanged since the
+		// last Set that worked wait for the resync, which repairs them.
+		rules := FirewallRules(topo, name, a.firewallOptions())
+		if a.resync || a.firewall == nil || !reflect.DeepEqual(*a.firewall, rules) {
+			err := a.cfg.Firewall.Set(ctx, rules)
+			step(stepFirewall, "firewall", err)
+			a.firewall = nil
+			if err == nil {
+				a.firewall = &rules
+			}
+		}
 	}
 	if a.cfg.Metrics != nil {
 		a.cfg.Metrics.peers.Set(float64(len(conf.Peers)))
