@@ -16,8 +16,13 @@ type allocator struct {
 	// hashed slots are taken from it.
 	pool netip.Prefix
 	size uint64 // number of addresses in pool
-	// cs holds every claimed range, the assigned WireGuard IPs included.
+	// cs holds every claimed range, the WireGuard IPs that nodes announce
+	// included.
 	cs *claims
+	// hashed holds the offsets of the addresses assignHashed gave: the
+	// last claims, which only its own probes look up, and each blocks
+	// its one address.
+	hashed map[uint64]struct{}
 }
 
 func newAllocator(subnet netip.Prefix, cs *claims) *allocator {
@@ -34,12 +39,19 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) {
 		return claim{}, false
 	}
+	if _, ok := a.hashed[a.offsetOf(addr)]; ok && a.pool.Contains(addr) {
+		return claim{prefix: hostPrefix(addr), kind: claimWireGuard}, false
+	}
 	c, blocked := a.cs.find(hostPrefix(addr), nil)
 	return c, !blocked
 }
 
 func (a *allocator) assign(s *Segment, addr netip.Addr) {
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
+	if a.hashed != nil {
+		a.hashed[a.offsetOf(addr)] = struct{}{}
+		return
+	}
 	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
 		name: s.Name})
 }
@@ -139,6 +151,7 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 		}
 		return segs[x.seg].key.compare(segs[y.seg].key)
 	})
+	a.hashed = make(map[uint64]struct{}, len(todo))
 	for _, h := range todo {
 		s := &segs[h.seg]
 		if addr, ok := a.probe(h.home); ok {

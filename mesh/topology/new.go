@@ -26,9 +26,8 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.buildSegments(members)
 	cs := newClaims()
 	claimNodeRanges(members, opts, cs, &ps)
-	// Room for the services, WireGuard IPs, peers' ranges and allowed
-	// location IPs.
-	n := len(opts.ServiceCIDRs) + len(t.Segments)
+	// Room for the services, peers' ranges and allowed location IPs.
+	n := len(opts.ServiceCIDRs)
 	for _, p := range peers {
 		n += len(p.AllowedIPs)
 	}

@@ -308,16 +308,6 @@ func clampKeepalive(d time.Duration) time.Duration {
 	return d.Truncate(time.Second)
 }
 
-// electionOrder returns a copy of ms sorted the way leaders are elected
-// among all: ready nodes first (every node when none of all is ready), then
-// those with the kilo.squat.ai/leader annotation, then those with a public
-// endpoint, then the longest running, then by name.
-func electionOrder(ms, all []*member) []*member {
-	out := slices.Clone(ms)
-	slices.SortFunc(out, electionCompare(anyReady(all)))
-	return out
-}
-
 // elect returns the node of ms that leads them: the first in election
 // order.
 func elect(ms []*member) *member {
@@ -334,8 +324,10 @@ func anyReady(ms []*member) bool {
 	return slices.ContainsFunc(ms, func(m *member) bool { return m.Ready })
 }
 
-// electionCompare orders nodes for electionOrder; anyReady tells whether
-// any node of the location is ready.
+// electionCompare orders nodes the way leaders are elected: ready nodes
+// first (every node when none of the location is ready: anyReady is
+// false), then those with the kilo.squat.ai/leader annotation, then those
+// with a public endpoint, then the longest running, then by name.
 func electionCompare(anyReady bool) func(a, b *member) int {
 	return func(a, b *member) int {
 		switch {

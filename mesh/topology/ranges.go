@@ -2,6 +2,7 @@ package topology
 
 import (
 	"net/netip"
+	"slices"
 )
 
 // nodeClaims returns how many claims claimNodeRanges makes at most.
@@ -165,10 +166,29 @@ func warnInternalInSubnet(node string, in netip.Prefix, opts Options, ps *proble
 // IP or endpoint) is dropped with a Warning; containing internal IPs is
 // allowed, so a location may route its whole LAN.
 func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
+	n := 0
+	for i := range t.Segments {
+		for _, m := range t.Segments[i].members {
+			n += len(m.AllowedLocationIPs)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	arena := newPrefixArena(n) // the segments' AllowedLocationIPs
+	for i := range t.Segments {
+		s := &t.Segments[i]
+		k := 0
+		for _, m := range s.members {
+			k += len(m.AllowedLocationIPs)
+		}
+		s.AllowedLocationIPs = arena.take(k)
+	}
 	var seen map[netip.Prefix]bool
+	var with []*member // the nodes of a group with allowed location IPs
 	for _, g := range t.groups {
 		clear(seen)
-		var with []*member // the nodes with allowed location IPs
+		with = with[:0]
 		for _, m := range g.members {
 			if len(m.AllowedLocationIPs) > 0 {
 				with = append(with, m)
@@ -180,7 +200,8 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 		if seen == nil {
 			seen = make(map[netip.Prefix]bool)
 		}
-		for _, m := range electionOrder(with, g.members) {
+		slices.SortFunc(with, electionCompare(anyReady(g.members)))
+		for _, m := range with {
 			s := &t.Segments[m.seg]
 			kept := m.AllowedLocationIPs[:0] // m's own copy, filtered in place
 			for _, p := range m.AllowedLocationIPs {
