@@ -477,6 +477,9 @@ func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 	measure("churn")
 	stopChurn()
 	b.Logf("churned %d Node updates, writer errors %d", w.Churned.Load()-churned0, w.Errors.Load())
+	if e := w.Errors.Load(); e > 0 {
+		m["writer-errors"] = float64(e) // a figure: go test keeps only 10 lines of a benchmark's log
+	}
 	return m
 }
 
