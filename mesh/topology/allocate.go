@@ -22,7 +22,7 @@ type allocator struct {
 	// hashed holds the offsets of the addresses assignHashed gave: the
 	// last claims, which only its own probes look up, and each blocks
 	// its one address.
-	hashed map[uint64]struct{}
+	hashed *uint64Set
 }
 
 func newAllocator(subnet netip.Prefix, cs *claims) *allocator {
@@ -39,7 +39,7 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) {
 		return claim{}, false
 	}
-	if _, ok := a.hashed[a.offsetOf(addr)]; ok && a.pool.Contains(addr) {
+	if a.hashed != nil && a.pool.Contains(addr) && a.hashed.has(a.offsetOf(addr)) {
 		return claim{prefix: hostPrefix(addr), kind: claimWireGuard}, false
 	}
 	c, blocked := a.cs.find(hostPrefix(addr), nil)
@@ -49,7 +49,7 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 func (a *allocator) assign(s *Segment, addr netip.Addr) {
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
 	if a.hashed != nil {
-		a.hashed[a.offsetOf(addr)] = struct{}{}
+		a.hashed.add(a.offsetOf(addr))
 		return
 	}
 	a.cs.add(claim{prefix: hostPrefix(addr), kind: claimWireGuard,
@@ -151,7 +151,8 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 		}
 		return segs[x.seg].key.compare(segs[y.seg].key)
 	})
-	a.hashed = make(map[uint64]struct{}, len(todo))
+	hashed := newUint64Set(len(todo))
+	a.hashed = &hashed
 	for _, h := range todo {
 		s := &segs[h.seg]
 		if addr, ok := a.probe(h.home); ok {

@@ -68,33 +68,9 @@ func holdersOf(nodes []Node, peers []Peer) keyHolders {
 // same key: whether two keys begin with the same 8 bytes. Keys are random,
 // so it is almost always false, found with a set of plain numbers.
 func mayShareKeys(nodes []Node, peers []Peer) bool {
-	// An open-addressing set of the keys' first 8 bytes, at most half full,
-	// indexed by their last bits; zero marks a free slot, so the head 0
-	// has a flag of its own.
-	size := 1
-	for size < 2*(len(nodes)+len(peers)) {
-		size <<= 1
-	}
-	set, zero := make([]uint64, size), false
+	heads := newUint64Set(len(nodes) + len(peers))
 	seen := func(name string, key wgconf.Key) bool {
-		if name == "" || key.IsZero() {
-			return false
-		}
-		h := binary.BigEndian.Uint64(key[:8])
-		if h == 0 {
-			was := zero
-			zero = true
-			return was
-		}
-		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
-			switch set[i] {
-			case h:
-				return true
-			case 0:
-				set[i] = h
-				return false
-			}
-		}
+		return name != "" && !key.IsZero() && !heads.add(binary.BigEndian.Uint64(key[:8]))
 	}
 	for i := range nodes {
 		if seen(nodes[i].Name, nodes[i].Key) {
@@ -107,6 +83,58 @@ func mayShareKeys(nodes []Node, peers []Peer) bool {
 		}
 	}
 	return false
+}
+
+// uint64Set is a set of at most a given number of well-spread numbers
+// (keys, addresses): open addressing in one array at most half full,
+// indexed by their last bits. Zero marks a free slot, so 0 has a flag of
+// its own.
+type uint64Set struct {
+	slots []uint64
+	zero  bool
+}
+
+func newUint64Set(n int) uint64Set {
+	size := 2
+	for size < 2*n {
+		size <<= 1
+	}
+	return uint64Set{slots: make([]uint64, size)}
+}
+
+// add adds v and reports whether it was not in the set yet.
+func (s *uint64Set) add(v uint64) bool {
+	if v == 0 {
+		was := s.zero
+		s.zero = true
+		return !was
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := v & mask; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case v:
+			return false
+		case 0:
+			s.slots[i] = v
+			return true
+		}
+	}
+}
+
+// has reports whether v is in the set.
+func (s *uint64Set) has(v uint64) bool {
+	if v == 0 {
+		return s.zero
+	}
+	mask := uint64(len(s.slots) - 1)
+	for i := v & mask; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case v:
+			return true
+		case 0:
+			return false
+		}
+	}
 }
 
 // nodeClash returns the holders of key other than the node or peer

@@ -141,3 +141,38 @@ func TestMayShareKeysMany(t *testing.T) {
 		t.Error("a peer copying the first key: mayShareKeys = false")
 	}
 }
+
+// TestUint64Set checks the set of numbers: zero, numbers sharing their
+// last bits (probing), and a full half of the slots.
+func TestUint64Set(t *testing.T) {
+	s := newUint64Set(8)
+	for _, tc := range []struct {
+		v        uint64
+		wantNew  bool
+		wantHasB bool // has(v) before add
+	}{
+		{0, true, false},
+		{0, false, true},
+		{16, true, false},
+		{32, true, false}, // the same last bits as 16
+		{16, false, true},
+		{48, true, false},
+		{1, true, false},
+		{17, true, false},
+		{^uint64(0), true, false},
+		{32, false, true},
+	} {
+		if got := s.has(tc.v); got != tc.wantHasB {
+			t.Errorf("has(%d) = %t before add, want %t", tc.v, got, tc.wantHasB)
+		}
+		if got := s.add(tc.v); got != tc.wantNew {
+			t.Errorf("add(%d) = %t, want %t", tc.v, got, tc.wantNew)
+		}
+		if !s.has(tc.v) {
+			t.Errorf("has(%d) = false after add", tc.v)
+		}
+	}
+	if s.has(64) {
+		t.Error("has(64) = true, never added")
+	}
+}

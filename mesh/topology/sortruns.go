@@ -1,11 +1,17 @@
 package topology
 
+import "slices"
+
 // sortRuns sorts s by cmp, stable: a natural merge sort, which finds the
 // ascending runs s is made of and merges them pairwise. The nodes' ranges
 // and a host's routes come in runs (the ranges of each kind in the order of
 // the node names, each segment's allowed IPs sorted), so it does a few
 // passes where a sort from scratch does many.
 func sortRuns[T any](s []T, cmp func(a, b T) int) {
+	if len(s) <= 16 {
+		slices.SortStableFunc(s, cmp) // an insertion sort, in place
+		return
+	}
 	bounds := []int{0} // run r is s[bounds[r]:bounds[r+1]]
 	for i := 1; i < len(s); i++ {
 		if cmp(s[i-1], s[i]) > 0 {
