@@ -41,12 +41,20 @@ const maxDisjoint = 1 << 24
 // disjointBuilder collects claims for a disjoint set, oldest first.
 type disjointBuilder struct {
 	d disjoint
+	// v4 are the IPv4 keys of each kind apart, as added: the nodes' ranges
+	// of one kind tend to come in the order of the node names, so the
+	// kinds one after the other make a few sorted runs.
+	v4 [claimKinds][]uint64
 }
 
-// grow makes room for n more claims.
-func (b *disjointBuilder) grow(n int) {
-	b.d.v4 = slices.Grow(b.d.v4, n)
-	b.d.refs = slices.Grow(b.d.refs, n)
+// grow makes room for n[k] more IPv4 claims of kind k.
+func (b *disjointBuilder) grow(n [claimKinds]int) {
+	total := 0
+	for k, c := range n {
+		b.v4[k] = slices.Grow(b.v4[k], c)
+		total += c
+	}
+	b.d.refs = slices.Grow(b.d.refs, total)
 }
 
 // add records c, whose prefix must be valid and masked.
@@ -55,7 +63,7 @@ func (b *disjointBuilder) add(c claim) {
 	b.d.refs = append(b.d.refs, claimRef{name: c.name, seg: c.seg, kind: c.kind})
 	hi, lo := addrBits(c.prefix.Addr())
 	if c.prefix.Addr().Is4() {
-		b.d.v4 = append(b.d.v4, hi|uint64(c.prefix.Bits())<<24|uint64(i))
+		b.v4[c.kind] = append(b.v4[c.kind], hi|uint64(c.prefix.Bits())<<24|uint64(i))
 		return
 	}
 	b.d.v6 = append(b.d.v6, claim6{hi: hi, lo: lo, bits: int32(c.prefix.Bits()), ref: int32(i)})
@@ -69,6 +77,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	if len(d.refs) > maxDisjoint {
 		return nil, false
 	}
+	d.v4 = slices.Concat(b.v4[:]...)
 	sortRuns(d.v4, cmp.Compare[uint64])
 	slices.SortFunc(d.v6, func(x, y claim6) int {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.ref, y.ref))

@@ -206,6 +206,7 @@ const (
 	claimService
 	claimPeer
 	claimLocation
+	claimKinds // how many kinds there are
 )
 
 // claim is a range that some owner uses, for overlap checks.

@@ -5,20 +5,6 @@ import (
 	"slices"
 )
 
-// nodeClaims returns how many claims claimNodeRanges makes at most.
-func nodeClaims(members []*member) int {
-	n := 0
-	for _, m := range members {
-		n += len(m.PodCIDRs)
-		for _, a := range [4]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP, m.Endpoint.Addr.Addr()} {
-			if a.IsValid() {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // claimNodeRanges claims the pod CIDRs, internal IPs and public endpoints
 // of members in name order. A pod CIDR that overlaps one claimed before, or
 // an internal IP that another node already uses, is dropped with a Warning:
@@ -26,29 +12,30 @@ func nodeClaims(members []*member) int {
 // another, as in most clusters, one sort finds it out (see disjoint) and
 // the ranges become cs's base; otherwise they are claimed one by one.
 func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) {
+	var n [claimKinds]int
 	for _, m := range members {
 		if len(m.PodCIDRs) == 0 {
 			ps.add(KindNode, m.Name, Warning, CodeNoPodCIDR,
 				"the node has no pod CIDR, so nothing is routed to its pods; set spec.podCIDRs on the Node (kube-controller-manager --allocate-node-cidrs does it)")
 		}
+		n[claimPod] += len(m.PodCIDRs)
+		n[claimInternal] += b2i(m.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid())
+		for _, a := range m.endpointClaims() {
+			n[claimEndpoint] += b2i(a.IsValid())
+		}
 	}
 	var b disjointBuilder
-	b.grow(nodeClaims(members))
-	// One kind after the other, so that ranges handed out in the order of
-	// the node names come in a few sorted runs.
+	b.grow(n)
 	for _, m := range members {
 		for _, p := range m.PodCIDRs {
 			b.add(claim{prefix: p, kind: claimPod, name: m.Name, seg: m.seg})
 		}
-	}
-	for _, m := range members {
+		m.routed4, m.routed6 = m.InternalIP.IsValid(), m.InternalIP6.IsValid() // unless claimed one by one
 		for _, in := range [2]netip.Prefix{m.InternalIP, m.InternalIP6} {
 			if in.IsValid() {
 				b.add(claim{prefix: hostPrefix(in.Addr()), kind: claimInternal, name: m.Name, seg: m.seg})
 			}
 		}
-	}
-	for _, m := range members {
 		for _, a := range m.endpointClaims() {
 			if a.IsValid() {
 				b.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: m.seg})
@@ -57,9 +44,6 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 	}
 	if base, ok := b.build(); ok {
 		cs.base = base
-		for _, m := range members {
-			m.routed4, m.routed6 = m.InternalIP.IsValid(), m.InternalIP6.IsValid()
-		}
 		for c := range base.overlapping(opts.Subnet) {
 			switch c.kind {
 			case claimPod:
@@ -70,8 +54,9 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 		}
 		return
 	}
-	cs.grow(nodeClaims(members))
+	cs.grow(len(b.d.refs))
 	for _, m := range members {
+		m.routed4, m.routed6 = false, false
 		claimRangesOf(m, opts, cs, ps)
 	}
 }
