@@ -74,12 +74,13 @@ type Config struct {
 	// probes, a dead leader is replaced once its Lease expires.
 	Probe func(ctx context.Context, leader topology.Node) error
 	// TunnelProbe checks through this node's WireGuard link that the agent
-	// of another location's leader, at ip (its segment's WireGuard IP),
-	// answers (nil error). While this node leads its location it probes up
+	// of another location's leader, at to (its segment's WireGuard IP),
+	// answers a probe sent from this node's segment's WireGuard IP, from
+	// (nil error). While this node leads its location it probes up
 	// to three other locations every ProbeInterval; when none answered for
 	// ProbeFailures rounds in a row (and one did during this lead), it gives
 	// the lead up. Nil: no check through the tunnels.
-	TunnelProbe func(ctx context.Context, ip netip.Addr) error
+	TunnelProbe func(ctx context.Context, from, to netip.Addr) error
 	// ProbeInterval is DefaultProbeInterval when zero.
 	ProbeInterval time.Duration
 	// ProbeFailures is DefaultProbeFailures when zero.

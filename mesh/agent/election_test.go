@@ -420,8 +420,11 @@ func (r *electionRig) withTunnels(nodes []topology.Node) {
 	for _, s := range topo.Segments {
 		byIP[s.WireGuardIP.Addr()] = s.Location
 	}
-	r.e.a.cfg.TunnelProbe = func(_ context.Context, ip netip.Addr) error {
+	r.e.a.cfg.TunnelProbe = func(_ context.Context, from, ip netip.Addr) error {
 		r.mu.Lock()
+		if byIP[from] != r.e.loc {
+			r.t.Errorf("tunnel probe of %s from %v, not from this node's segment's WireGuard IP", byIP[ip], from)
+		}
 		defer r.mu.Unlock()
 		r.probedTunnels = append(r.probedTunnels, byIP[ip])
 		if r.tunnelOK[byIP[ip]] {

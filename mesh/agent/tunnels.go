@@ -44,6 +44,10 @@ type tunnelTarget struct {
 	Location string
 	// IP is the segment's WireGuard IP, which its leader wears.
 	IP netip.Addr
+	// From is the prober's own segment's WireGuard IP, the probe's
+	// source: the answer comes back through the tunnel, never in the clear
+	// to a LAN address.
+	From netip.Addr
 }
 
 // tunnelTargetsOf returns the other locations whose leaders node probes in
@@ -70,7 +74,7 @@ func tunnelTargetsOf(topo *topology.Topology, node string, round int) ([]tunnelT
 		if s.Location == own.Location || !s.WireGuardIP.IsValid() {
 			continue
 		}
-		all = append(all, tunnelTarget{Location: s.Name, IP: s.WireGuardIP.Addr()})
+		all = append(all, tunnelTarget{Location: s.Name, IP: s.WireGuardIP.Addr(), From: own.WireGuardIP.Addr()})
 	}
 	slices.SortFunc(all, func(a, b tunnelTarget) int { return cmp.Compare(a.Location, b.Location) })
 	// start counted the segments before node's own: its own is not in all.
@@ -149,7 +153,7 @@ func (p *tunnelProbes) take() bool {
 
 // launch probes each target in the background, each for tunnelTimeout at
 // most.
-func (p *tunnelProbes) launch(ctx context.Context, probe func(context.Context, netip.Addr) error, targets []tunnelTarget) {
+func (p *tunnelProbes) launch(ctx context.Context, probe func(ctx context.Context, from, to netip.Addr) error, targets []tunnelTarget) {
 	p.mu.Lock()
 	lead := p.lead
 	p.mu.Unlock()
@@ -159,7 +163,7 @@ func (p *tunnelProbes) launch(ctx context.Context, probe func(context.Context, n
 			defer p.wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, tunnelTimeout)
 			defer cancel()
-			if probe(pctx, t.IP) != nil {
+			if probe(pctx, t.From, t.IP) != nil {
 				return
 			}
 			p.mu.Lock()
@@ -174,23 +178,45 @@ func (p *tunnelProbes) launch(ctx context.Context, probe func(context.Context, n
 // wait waits for the probes in flight (tests).
 func (p *tunnelProbes) wait() { p.wg.Wait() }
 
-// HTTPTunnelProbe returns a Config.TunnelProbe that asks the agent at ip
+// HTTPTunnelProbe returns a Config.TunnelProbe that asks the agent at to
 // (another location's leader, at its segment's WireGuard IP) for /health
-// on port (kg's --listen), dialing with control (kg binds the socket to
-// its WireGuard link, so that the probe goes through the tunnel as the
-// location's traffic does): nil when anything answered, an HTTP error
-// (503) or a refusal included, since the answer came back through the
-// tunnel; an error when nothing did in time or the probe could not go out.
-func HTTPTunnelProbe(port int, control func(network, address string, c syscall.RawConn) error) func(ctx context.Context, ip netip.Addr) error {
-	dialer := &net.Dialer{Control: control}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}
-	return func(ctx context.Context, ip netip.Addr) error {
-		url := "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(port)) + "/health"
+// on port (kg's --listen), from this node's segment's WireGuard IP (so that
+// the answer comes back through the tunnel, not in the clear to a LAN
+// address), dialing with control (kg binds the socket to its WireGuard
+// link, so that the probe goes through the tunnel as the location's traffic
+// does): nil when anything answered, an HTTP error (503) or a refusal
+// included, since the answer came back through the tunnel; an error when
+// nothing did in time or the probe could not go out.
+func HTTPTunnelProbe(port int, control func(network, address string, c syscall.RawConn) error) func(ctx context.Context, from, to netip.Addr) error {
+	var (
+		mu      sync.Mutex
+		clients = map[netip.Addr]*http.Client{}
+	)
+	clientFrom := func(from netip.Addr) *http.Client {
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := clients[from]; ok {
+			return c
+		}
+		for a, c := range clients { // a new lead, another address: the old ones go
+			c.CloseIdleConnections()
+			delete(clients, a)
+		}
+		dialer := &net.Dialer{Control: control}
+		if from.IsValid() {
+			dialer.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
+		}
+		c := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}
+		clients[from] = c
+		return c
+	}
+	return func(ctx context.Context, from, to netip.Addr) error {
+		url := "http://" + net.JoinHostPort(to.String(), strconv.Itoa(port)) + "/health"
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := client.Do(req)
+		resp, err := clientFrom(from).Do(req)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return nil
 		}

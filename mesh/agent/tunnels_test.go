@@ -131,7 +131,13 @@ func TestHTTPTunnelProbeCountsAnyAnswerAndARefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: a.Handler(prometheus.NewRegistry())}
+	var sources []string
+	h := a.Handler(prometheus.NewRegistry())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		sources = append(sources, host)
+		h.ServeHTTP(w, r)
+	})}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -139,15 +145,20 @@ func TestHTTPTunnelProbeCountsAnyAnswerAndARefusal(t *testing.T) {
 	probe := HTTPTunnelProbe(port, func(network, address string, c syscall.RawConn) error { controlled++; return nil })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	lo := netip.MustParseAddr("127.0.0.1")
-	if err := probe(ctx, lo); err != nil {
+	// The prober's own WireGuard IP stands in as 127.0.0.2: loopback
+	// takes all of 127/8.
+	lo, from := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+	if err := probe(ctx, from, lo); err != nil {
 		t.Errorf("probe of an agent answering 503 on /health: %v, want the tunnel counted as working", err)
+	}
+	if !slices.Equal(sources, []string{from.String()}) {
+		t.Errorf("the probe came from %v, want from %v (the prober's WireGuard IP), so that the answer goes back through the tunnel", sources, from)
 	}
 	if controlled == 0 {
 		t.Error("the probe's socket was not handed to the control function (kg binds it to the WireGuard link)")
 	}
 	srv.Close()
-	if err := probe(ctx, lo); err != nil {
+	if err := probe(ctx, from, lo); err != nil {
 		t.Errorf("probe refused by the remote host: %v, want the tunnel counted as working", err)
 	}
 	// A host that takes the connection but never answers: a timeout.
@@ -159,12 +170,12 @@ func TestHTTPTunnelProbeCountsAnyAnswerAndARefusal(t *testing.T) {
 	mutePort := mute.Addr().(*net.TCPAddr).Port
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancelShort()
-	if err := HTTPTunnelProbe(mutePort, nil)(short, lo); err == nil {
+	if err := HTTPTunnelProbe(mutePort, nil)(short, from, lo); err == nil {
 		t.Error("a probe that got no answer in time counted as working")
 	}
 	// No route through the link: the control function fails the dial.
 	noRoute := HTTPTunnelProbe(port, func(network, address string, c syscall.RawConn) error { return syscall.ENETUNREACH })
-	if err := noRoute(ctx, lo); err == nil {
+	if err := noRoute(ctx, from, lo); err == nil {
 		t.Error("a probe that could not be sent counted as working")
 	}
 }
