@@ -44,3 +44,26 @@ func TestNodesSharingANameAreLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyIndexNumbersKeysInOrder checks the numbering of group keys, below
+// and past the count where it switches from a scan to a map.
+func TestKeyIndexNumbersKeysInOrder(t *testing.T) {
+	var x keyIndex
+	want := map[segKey]int32{}
+	for round := range 2 {
+		for i := range 20 {
+			k := segKey{name: string(rune('a' + i)), node: i%3 == 0}
+			if round == 0 {
+				want[k] = int32(i)
+			}
+			if got := x.id(k); got != want[k] {
+				t.Fatalf("round %d: id(%v) = %d, want %d", round, k, got, want[k])
+			}
+			if other := (segKey{name: k.name, node: !k.node}); round == 1 && i < 2 {
+				if got := x.id(other); got != int32(20+i) {
+					t.Errorf("id(%v) = %d, want the new %d", other, got, 20+i)
+				}
+			}
+		}
+	}
+}

@@ -90,6 +90,36 @@ func (t *Topology) buildSegments(members []*member) {
 	}
 }
 
+// keyIndex numbers group keys in the order they come: a scan of them while
+// they are few, a map once they are many.
+type keyIndex struct {
+	keys []segKey
+	ids  map[segKey]int32
+}
+
+// id returns the number of k, the next one when k is new.
+func (x *keyIndex) id(k segKey) int32 {
+	if x.ids != nil {
+		if i, ok := x.ids[k]; ok {
+			return i
+		}
+	} else if i := slices.Index(x.keys, k); i >= 0 {
+		return int32(i)
+	}
+	i := int32(len(x.keys))
+	x.keys = append(x.keys, k)
+	switch {
+	case x.ids != nil:
+		x.ids[k] = i
+	case len(x.keys) > 8:
+		x.ids = make(map[segKey]int32, 2*len(x.keys))
+		for j, k := range x.keys {
+			x.ids[k] = int32(j)
+		}
+	}
+	return i
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -101,23 +131,19 @@ func b2i(b bool) int {
 // sorted by key, with their members by name in one shared array, and
 // their leaders.
 func groupMembers(members []*member) []group {
-	index := make(map[segKey]int32)
+	var index keyIndex
 	ids := make([]int32, len(members)) // the group of each member
 	var sizes []int
 	for j, m := range members {
 		if j > 0 && m.group == members[j-1].group {
 			ids[j] = ids[j-1]
-			sizes[ids[j]]++
-			continue
+		} else {
+			ids[j] = index.id(m.group)
 		}
-		i, ok := index[m.group]
-		if !ok {
-			i = int32(len(sizes))
-			index[m.group] = i
+		if int(ids[j]) == len(sizes) {
 			sizes = append(sizes, 0)
 		}
-		ids[j] = i
-		sizes[i]++
+		sizes[ids[j]]++
 	}
 	groups := make([]group, len(sizes))
 	all := make([]*member, len(members))

@@ -13,9 +13,18 @@ import (
 // the ranges claimed so far, claims the ranges of the accepted ones, and
 // returns them normalized and sorted by name.
 func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps *problems) []Peer {
-	count := make(map[string]int, len(peers))
-	for _, p := range peers {
-		count[p.Name]++
+	names := make([]string, len(peers)) // sorted, to count the peers of each name
+	for i := range peers {
+		names[i] = peers[i].Name
+	}
+	slices.Sort(names)
+	count := func(name string) int {
+		i, _ := slices.BinarySearch(names, name)
+		j := i
+		for j < len(names) && names[j] == name {
+			j++
+		}
+		return j - i
 	}
 	sorted := slices.Clone(peers)
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
@@ -28,9 +37,9 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 		case p.Name == "":
 			ps.add(KindPeer, "", Excluded, CodeNoName, "a peer has an empty name; it is ignored")
 			continue
-		case count[p.Name] > 1:
+		case count(p.Name) > 1:
 			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateName,
-				"%d peers are named %q; all of them are left out until the names are unique", count[p.Name], p.Name)
+				"%d peers are named %q; all of them are left out until the names are unique", count(p.Name), p.Name)
 			continue
 		case p.PublicKey == (wgconf.Key{}):
 			ps.add(KindPeer, p.Name, Excluded, CodeNoKey,
