@@ -54,6 +54,8 @@ func sortPrefixes(ps []netip.Prefix) []netip.Prefix {
 	switch {
 	case len(ps) == 0:
 		return nil
+	case len(ps) == 1:
+		return ps
 	case len(ps) < 64:
 		slices.SortFunc(ps, compareMasked)
 		return slices.Compact(ps)
