@@ -206,16 +206,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		if err := prod.Client.Create(ctx, ann); err != nil {
 			t.Fatal(err)
 		}
-		var s corev1.Secret
-		if err := dr.Client.Get(ctx, client.ObjectKey{Namespace: fedv1.Namespace, Name: join.AccountName("prod")}, &s); err != nil {
-			t.Fatal(err)
-		}
-		cfg := rest.AnonymousClientConfig(prod.Config)
-		cfg.BearerToken = string(s.Data["token"])
-		asDR, err := kube.New("prod-as-dr", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		asDR, cfg := tokenClient(ctx, t, dr, prod)
 		if err := asDR.Client.Get(ctx, client.ObjectKeyFromObject(ann), &fedv1.Announcement{}); err != nil {
 			t.Errorf("the token cannot read the Announcement: %v", err)
 		}
@@ -258,16 +249,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 	})
 
 	t.Run("UnjoinLocalOnlyRemovesThisSideAndRevokesTheOthersToken", func(t *testing.T) {
-		var s corev1.Secret
-		if err := prod.Client.Get(ctx, client.ObjectKey{Namespace: fedv1.Namespace, Name: join.AccountName("dr")}, &s); err != nil {
-			t.Fatal(err)
-		}
-		cfg := rest.AnonymousClientConfig(dr.Config)
-		cfg.BearerToken = string(s.Data["token"])
-		asProd, err := kube.New("dr-as-prod", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		asProd, _ := tokenClient(ctx, t, prod, dr)
 		readAnnouncements := func() error {
 			return asProd.Client.List(ctx, &fedv1.AnnouncementList{}, client.InNamespace(fedv1.Namespace))
 		}
@@ -277,7 +259,7 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 		prodBefore := objects(ctx, t, prod)
 
 		var out bytes.Buffer
-		err = join.UnjoinLocal(ctx, dr, "nosuch", &out)
+		err := join.UnjoinLocal(ctx, dr, "nosuch", &out)
 		if err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "links to [prod]") {
 			t.Errorf("unjoin --local-only of an unknown cluster = %v, want an error naming it and the RemoteClusters [prod]", err)
 		}
@@ -323,6 +305,23 @@ func TestJoinAgainstRealAPIServers(t *testing.T) {
 			t.Errorf("unjoin removed the user Peer: %v", err)
 		}
 	})
+}
+
+// tokenClient returns a client of issuer that uses the token holder keeps
+// for it (its Secret kilofed-remote-<issuer>), and its config.
+func tokenClient(ctx context.Context, t *testing.T, holder, issuer *kube.Cluster) (*kube.Cluster, *rest.Config) {
+	t.Helper()
+	var s corev1.Secret
+	if err := holder.Client.Get(ctx, client.ObjectKey{Namespace: fedv1.Namespace, Name: join.AccountName(issuer.Name)}, &s); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(issuer.Config)
+	cfg.BearerToken = string(s.Data["token"])
+	c, err := kube.New(issuer.Name+"-as-"+holder.Name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg
 }
 
 // withServiceTypes returns a client of cfg that knows servicesync's types.
