@@ -339,12 +339,6 @@ func compareRouteKeys(a, b routeKey) int {
 	return cmp.Compare(a.i, b.i)
 }
 
-// route4Key is a routeKey for IPv4 routes in two words: the destination's
-// address and length, then the table and the index.
-type route4Key struct {
-	dst, rest uint64
-}
-
 // sortRoutes sorts routes in place by destination then table and keeps
 // the first added of those with the same destination and table; nil for
 // none.
@@ -359,24 +353,29 @@ func sortRoutes(routes []Route) []Route {
 // routeOrder returns the indexes of routes in sorted order.
 func routeOrder(routes []Route) []int {
 	order := make([]int, len(routes))
-	short := uint64(len(routes)) < 1<<32
+	// In the common case, IPv4 routes in at most two tables, each route's
+	// key is one number: address, length, table (main first), index.
+	tables := [2]int{routes[0].Table, routes[0].Table}
+	short := uint64(len(routes)) < 1<<25
 	for _, r := range routes {
-		short = short && r.Dst.Addr().Is4() && r.Table >= 0 && uint64(r.Table) < 1<<32
-	}
-	if short { // the common case, sorted with less work
-		keys := make([]route4Key, len(routes))
-		for i, r := range routes {
-			hi, _ := addrBits(r.Dst.Masked().Addr())
-			keys[i] = route4Key{dst: hi | uint64(r.Dst.Bits()), rest: uint64(r.Table)<<32 | uint64(i)}
+		switch t := r.Table; {
+		case t == tables[0] || t == tables[1]:
+		case tables[0] == tables[1]:
+			tables[0], tables[1] = min(t, tables[0]), max(t, tables[0])
+		default:
+			short = false
 		}
-		sortRuns(keys, func(a, b route4Key) int {
-			if a.dst != b.dst {
-				return cmp.Compare(a.dst, b.dst)
-			}
-			return cmp.Compare(a.rest, b.rest)
-		})
+		short = short && r.Dst.Addr().Is4()
+	}
+	if short {
+		keys := make([]uint64, len(routes))
+		for i, r := range routes {
+			first, _ := range4(r.Dst)
+			keys[i] = uint64(first)<<32 | uint64(r.Dst.Bits())<<26 | uint64(b2i(r.Table == tables[1] && tables[0] != tables[1]))<<25 | uint64(i)
+		}
+		sortRuns(keys)
 		for k, key := range keys {
-			order[k] = int(key.rest & (1<<32 - 1))
+			order[k] = int(key & (1<<25 - 1))
 		}
 		return order
 	}
@@ -385,7 +384,7 @@ func routeOrder(routes []Route) []int {
 		hi, lo := addrBits(r.Dst.Masked().Addr())
 		keys[i] = routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table, i: i}
 	}
-	sortRuns(keys, compareRouteKeys)
+	slices.SortFunc(keys, compareRouteKeys)
 	for k, key := range keys {
 		order[k] = key.i
 	}

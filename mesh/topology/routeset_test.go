@@ -47,29 +47,31 @@ func TestAddrSetContainsAny(t *testing.T) {
 // table that keeps the first added of each.
 func TestSortRoutesKeepsTheFirstAdded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, mixed := range []bool{false, true} {
-		for _, n := range []int{0, 1, 2, 50, 500} {
-			var routes []Route
-			for i := range n {
-				dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(4)), byte(rng.IntN(256))}), 22+rng.IntN(11)).Masked()
-				if mixed && rng.IntN(3) == 0 {
-					dst = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 15: byte(rng.IntN(256))}), 120+rng.IntN(9)).Masked()
+	for _, tables := range [][]int{{0}, {0, 0, DefaultTable}, {DefaultTable, 7}, {0, 7, DefaultTable}} {
+		for _, mixed := range []bool{false, true} {
+			for _, n := range []int{0, 1, 2, 50, 500} {
+				var routes []Route
+				for i := range n {
+					dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(4)), byte(rng.IntN(256))}), 22+rng.IntN(11)).Masked()
+					if mixed && rng.IntN(3) == 0 {
+						dst = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 15: byte(rng.IntN(256))}), 120+rng.IntN(9)).Masked()
+					}
+					routes = append(routes, Route{Dst: dst, Table: tables[rng.IntN(len(tables))], Dev: fmt.Sprint("dev", i)})
 				}
-				routes = append(routes, Route{Dst: dst, Table: []int{0, 0, DefaultTable}[rng.IntN(3)], Dev: fmt.Sprint("dev", i)})
-			}
-			want := slices.Clone(routes)
-			slices.SortStableFunc(want, func(a, b Route) int {
-				if c := a.Dst.Compare(b.Dst); c != 0 {
-					return c
+				want := slices.Clone(routes)
+				slices.SortStableFunc(want, func(a, b Route) int {
+					if c := a.Dst.Compare(b.Dst); c != 0 {
+						return c
+					}
+					return cmp.Compare(a.Table, b.Table)
+				})
+				want = slices.CompactFunc(want, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
+				if len(want) == 0 {
+					want = nil
 				}
-				return cmp.Compare(a.Table, b.Table)
-			})
-			want = slices.CompactFunc(want, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
-			if len(want) == 0 {
-				want = nil
-			}
-			if got := sortRoutes(routes); !slices.Equal(got, want) {
-				t.Errorf("mixed %t, %d routes: sortRoutes = %v, want %v", mixed, n, got, want)
+				if got := sortRoutes(routes); !slices.Equal(got, want) {
+					t.Errorf("tables %v, mixed %t, %d routes: sortRoutes = %v, want %v", tables, mixed, n, got, want)
+				}
 			}
 		}
 	}

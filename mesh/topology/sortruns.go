@@ -1,20 +1,23 @@
 package topology
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
-// sortRuns sorts s by cmp, stable: a natural merge sort, which finds the
-// ascending runs s is made of and merges them pairwise. The nodes' ranges
+// sortRuns sorts s: a natural merge sort, which finds the ascending runs s
+// is made of and merges them pairwise. The nodes' ranges
 // and a host's routes come in runs (the ranges of each kind in the order of
 // the node names, each segment's allowed IPs sorted), so it does a few
 // passes where a sort from scratch does many.
-func sortRuns[T any](s []T, cmp func(a, b T) int) {
+func sortRuns[T cmp.Ordered](s []T) {
 	if len(s) <= 16 {
-		slices.SortStableFunc(s, cmp) // an insertion sort, in place
+		slices.Sort(s) // an insertion sort, in place
 		return
 	}
 	bounds := []int{0} // run r is s[bounds[r]:bounds[r+1]]
 	for i := 1; i < len(s); i++ {
-		if cmp(s[i-1], s[i]) > 0 {
+		if s[i-1] > s[i] {
 			bounds = append(bounds, i)
 		}
 	}
@@ -30,7 +33,7 @@ func sortRuns[T any](s []T, cmp func(a, b T) int) {
 			if r+2 < len(bounds) {
 				hi = bounds[r+2]
 			}
-			merge(dst[lo:hi], src[lo:mid], src[mid:hi], cmp)
+			merge(dst[lo:hi], src[lo:mid], src[mid:hi])
 			next = append(next, hi) // overwrites bounds[r/2+1], already read
 		}
 		src, dst, bounds = dst, src, next
@@ -38,11 +41,11 @@ func sortRuns[T any](s []T, cmp func(a, b T) int) {
 	copy(s, src) // a no-op when src is s
 }
 
-// merge merges the sorted a and b into dst, a first among equals.
-func merge[T any](dst, a, b []T, cmp func(a, b T) int) {
+// merge merges the sorted a and b into dst.
+func merge[T cmp.Ordered](dst, a, b []T) {
 	i, j := 0, 0
 	for k := range dst {
-		if j == len(b) || (i < len(a) && cmp(a[i], b[j]) <= 0) {
+		if j == len(b) || (i < len(a) && a[i] <= b[j]) {
 			dst[k], i = a[i], i+1
 		} else {
 			dst[k], j = b[j], j+1
