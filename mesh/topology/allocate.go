@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"cmp"
 	"encoding/binary"
 	"net/netip"
 	"slices"
@@ -135,27 +134,30 @@ func (a *allocator) offsetOf(addr netip.Addr) uint64 {
 // address when others come and go unless their slots collide, and keeps
 // it in every case once its nodes announce it.
 func (a *allocator) assignHashed(segs []Segment, ps *problems) {
-	type homed struct {
-		home uint64
-		seg  int32 // index in segs
-	}
-	todo := make([]homed, 0, len(segs))
+	// Each segment still without address as home<<32 | index in segs
+	// (home < 2^32), sorted; equal homes are then ordered by key.
+	todo := make([]uint64, 0, len(segs))
 	for i := range segs {
 		if s := &segs[i]; !s.WireGuardIP.IsValid() {
-			todo = append(todo, homed{home: a.homeOf(s.key), seg: int32(i)})
+			todo = append(todo, a.homeOf(s.key)<<32|uint64(i))
 		}
 	}
-	slices.SortFunc(todo, func(x, y homed) int {
-		if x.home != y.home {
-			return cmp.Compare(x.home, y.home)
+	slices.Sort(todo)
+	for lo := 0; lo < len(todo); {
+		hi := lo + 1
+		for hi < len(todo) && todo[hi]>>32 == todo[lo]>>32 {
+			hi++
 		}
-		return segs[x.seg].key.compare(segs[y.seg].key)
-	})
+		if hi-lo > 1 {
+			slices.SortFunc(todo[lo:hi], func(x, y uint64) int { return segs[uint32(x)].key.compare(segs[uint32(y)].key) })
+		}
+		lo = hi
+	}
 	hashed := newUint64Set(len(todo))
 	a.hashed = &hashed
 	for _, h := range todo {
-		s := &segs[h.seg]
-		if addr, ok := a.probe(h.home); ok {
+		s := &segs[uint32(h)]
+		if addr, ok := a.probe(h >> 32); ok {
 			a.assign(s, addr)
 			continue
 		}
