@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,9 +154,10 @@ func boolInt(b bool) int {
 }
 
 // failoverBound is how long TestMeshLeaderFailover lets traffic into a
-// location stop when its leader fails: a few times the lease duration (3 s)
-// that the mesh restores in, far below Kilo's 60-90 s.
-const failoverBound = 10 * time.Second
+// location stop when its leader fails: 1.5 times issue 9's 2 s goal (the
+// lab measured 0.1-1.0 s in most runs, 1.8 s at worst), far below Kilo's
+// 60-90 s.
+const failoverBound = 3 * time.Second
 
 // failover waits until loc has one leader that pods of other locations
 // reach the other node of loc through, kills that leader (or cuts it off
@@ -464,18 +466,22 @@ func TestMeshLeaderFailover(t *testing.T) {
 }
 
 // BenchmarkLeaderFailover reports how long traffic into a location stops
-// when its leader's agent is killed (Kilo needs 60-90 s: heartbeats). Each
+// when its leader's agent is killed (Kilo needs 60-90 s: heartbeats): the
+// median of its rounds (s/failover) and their spread (min:, max:). Each
 // round starts a fresh mesh and waits for it to converge; the figure is
 // measured up to 90 s, so that a slow failover shows as a number.
 func BenchmarkLeaderFailover(b *testing.B) {
 	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 10*time.Minute)
-	var total time.Duration
+	var rounds []float64
 	for i := 0; i < b.N; i++ {
 		as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
-		total += failover(ctx, b, l, c, as, ips, "aws-euwest3", "kill", 90*time.Second)
+		rounds = append(rounds, failover(ctx, b, l, c, as, ips, "aws-euwest3", "kill", 90*time.Second).Seconds())
 		for _, p := range as {
 			_ = p.Stop()
 		}
 	}
-	b.ReportMetric(total.Seconds()/float64(b.N), "s/failover")
+	slices.Sort(rounds)
+	b.ReportMetric(rounds[len(rounds)/2], "s/failover")
+	b.ReportMetric(rounds[0], "min:s/failover")
+	b.ReportMetric(rounds[len(rounds)-1], "max:s/failover")
 }

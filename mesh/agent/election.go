@@ -227,7 +227,8 @@ type election struct {
 	failures   int
 	lastProbe  time.Time
 	notForward bool
-	former     string // the last trusted holder seen: last in line for the lead it left
+	former     string    // the last trusted holder seen: last in line for the lead it left
+	left       time.Time // when this node stopped holding the lead it still publishes
 
 	// The check through the tunnels while this node leads.
 	tunnelLead    string // the term the check is about
@@ -389,14 +390,14 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	case wait:
 		if l.Known && l.Holder != self {
 			a.setLeading("")
-			e.publish(actx, "")
+			e.withdraw(actx, now)
 		}
 	case release:
 		a.setLeading("")
 		if err := e.el.ReleaseLocation(actx, loc, self); err != nil {
 			log.Warn("election lease not released", "err", err)
 		}
-		e.publish(actx, "")
+		e.withdraw(actx, now)
 	case renew:
 		if now.Sub(e.renewed) >= a.cfg.HeartbeatPeriod {
 			e.hold(actx, loc, l, 0, act, now)
@@ -419,7 +420,7 @@ func (e *election) hold(ctx context.Context, loc string, seen k8s.LocationLease,
 			log.Warn("lost the lead: another node holds the location's election lease", "location", loc, "holder", l.Holder)
 		}
 		e.a.setLeading("")
-		e.publish(ctx, "")
+		e.withdraw(ctx, now)
 		return
 	case err != nil && act == renew:
 		// An API outage: keep leading (the standbys' probes still answer).
@@ -430,7 +431,7 @@ func (e *election) hold(ctx context.Context, loc string, seen k8s.LocationLease,
 		log.Debug("election lease not taken", "action", act.String(), "err", err)
 		return
 	}
-	e.renewed = now
+	e.renewed, e.left = now, time.Time{}
 	// Lead at once: this node's reconciliation need not wait for its lead
 	// to come back through the API. The other locations reconfigure when
 	// it is published; configured first, this node answers their first
@@ -511,6 +512,30 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 	}
 	e.tunnels.launch(ctx, p, targets)
 	return e.tunnelFailed
+}
+
+// withdraw removes the lead this node publishes but no longer holds, once
+// its successor's lead is out (a higher term) or a lease duration after it
+// left the lead (nobody took it); at once when what it published is not
+// known (an earlier run's). Until then the other locations keep it as the
+// leader instead of guessing one by rank, which could make them set up the
+// successor's tunnels before the successor does, and lose their first
+// handshake.
+func (e *election) withdraw(ctx context.Context, now time.Time) {
+	if e.published == "" {
+		return
+	}
+	if e.left.IsZero() {
+		e.left = now
+	}
+	mine, err := k8s.ParseLeads(e.published)
+	if err == nil && mine.Location == e.loc && e.el.LeadTerm(e.loc) <= mine.Term && now.Sub(e.left) < e.a.cfg.LeaseDuration {
+		return
+	}
+	e.publish(ctx, "")
+	if e.published == "" {
+		e.left = time.Time{}
+	}
 }
 
 // publish writes this node's LeadsAnnotation when it changed.
