@@ -7,8 +7,10 @@ import (
 	"slices"
 )
 
-// claims holds every claimed range in a path-compressed binary trie
-// (a PATRICIA trie), one per address family. Each trie node stands for a
+// claims holds the claimed ranges: the nodes' ranges in a sorted array
+// (base) when none of them overlaps another, and the others, or all of
+// them, in a path-compressed binary trie (a PATRICIA trie), one per
+// address family. Each trie node stands for a
 // prefix: a claimed one, or one where claimed prefixes branch apart.
 // Prefixes either nest or are disjoint, so the claims overlapping p are
 // those on p's path from the root (they contain p) and those in the subtree

@@ -163,14 +163,6 @@ func (a *prefixArena) take(k int) []netip.Prefix {
 	return a.buf[n : n : n+k]
 }
 
-// clone returns a copy of ps, nil when ps is empty.
-func (a *prefixArena) clone(ps []netip.Prefix) []netip.Prefix {
-	if len(ps) == 0 {
-		return nil
-	}
-	return append(a.take(len(ps)), ps...)
-}
-
 // hostPrefix returns the single-address prefix of a (/32 or /128).
 func hostPrefix(a netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(a, a.BitLen())
