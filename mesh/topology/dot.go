@@ -105,10 +105,10 @@ func (t *Topology) dotEdges(b *strings.Builder, groups []group) {
 	switch t.opts.Granularity {
 	case LocationGranularity:
 		for _, s := range t.Segments {
-			l := t.members[s.LeaderNode().Name]
-			for _, n := range s.Nodes {
-				if n.Name != l.Name {
-					edge(l, t.members[n.Name])
+			l := s.members[s.Leader]
+			for _, m := range s.members {
+				if m != l {
+					edge(l, m)
 				}
 			}
 		}

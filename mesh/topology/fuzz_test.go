@@ -185,7 +185,8 @@ func checkInvariants(t *testing.T, top *Topology, nodes []Node, peers []Peer) {
 		}
 		ips[a] = s.Name
 	}
-	for name := range top.members {
+	for _, m := range top.members {
+		name := m.Name
 		c, err := top.WireGuardConfig(name, wgconf.SecretKey(testKey("private")))
 		if err != nil {
 			t.Fatalf("WireGuardConfig(%s): %v", name, err)
@@ -193,7 +194,7 @@ func checkInvariants(t *testing.T, top *Topology, nodes []Node, peers []Peer) {
 		keys := make(map[wgconf.Key]bool)
 		allowed := make(map[netip.Prefix]string)
 		for _, p := range c.Peers {
-			if keys[p.PublicKey] || p.PublicKey == top.members[name].Key {
+			if keys[p.PublicKey] || p.PublicKey == m.Key {
 				t.Errorf("node %s: key of %s appears twice or is its own", name, p.Name)
 			}
 			keys[p.PublicKey] = true

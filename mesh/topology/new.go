@@ -17,10 +17,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 		return nil, err
 	}
 	var ps problems
-	t := &Topology{
-		opts:    opts,
-		members: make(map[string]*member, len(nodes)),
-	}
+	t := &Topology{opts: opts}
 	holders := holdersOf(nodes, peers)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps)
 	t.buildSegments(members)
@@ -57,12 +54,10 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	return t, nil
 }
 
-// buildSegments groups members, sorted by name, into location groups and
-// segments, and elects their leaders.
+// buildSegments keeps members, sorted by name, for lookups, groups them
+// into location groups and segments, and elects their leaders.
 func (t *Topology) buildSegments(members []*member) {
-	for _, m := range members {
-		t.members[m.Name] = m
-	}
+	t.members = members
 	t.groups = groupMembers(members)
 	if t.opts.Granularity != LocationGranularity {
 		// A segment per node, by name as members.
@@ -191,7 +186,7 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 	size := func(s *Segment) int {
 		n := len(s.AllowedLocationIPs) + 1
 		for _, m := range s.members {
-			n += len(m.PodCIDRs) + 2
+			n += len(m.PodCIDRs) + b2i(m.routed4) + b2i(m.routed6) // see appendAllowed
 		}
 		return n
 	}

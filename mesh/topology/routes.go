@@ -39,7 +39,7 @@ type plan struct {
 }
 
 func (t *Topology) plan(node string) plan {
-	m, ok := t.members[node]
+	m, ok := t.member(node)
 	if !ok {
 		return plan{}
 	}
@@ -82,7 +82,10 @@ func (t *Topology) plan(node string) plan {
 		n += len(mate.PodCIDRs)
 	}
 	if t.opts.Encapsulate != EncapsulateNever {
-		n += 2 * len(mates) // encapsulateHostTraffic
+		// encapsulateHostTraffic: a route per family both nodes have.
+		for _, mate := range mates {
+			n += b2i(m.InternalIP.IsValid() && mate.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid() && mate.InternalIP6.IsValid())
+		}
 	}
 	p.routes = make([]Route, 0, n)
 	leader := own.members[own.Leader]

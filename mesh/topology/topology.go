@@ -35,7 +35,7 @@ type Topology struct {
 	Problems []Problem
 
 	opts      Options
-	members   map[string]*member
+	members   []*member         // the accepted nodes, sorted by name
 	peerIdx   map[string]int    // peer name -> index in Peers
 	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
 	groups    []group           // the location groups, sorted by key
@@ -106,7 +106,7 @@ func (t *Topology) Options() Options { return t.opts }
 
 // Node returns the accepted node named name, normalized.
 func (t *Topology) Node(name string) (Node, bool) {
-	m, ok := t.members[name]
+	m, ok := t.member(name)
 	if !ok {
 		return Node{}, false
 	}
@@ -115,7 +115,7 @@ func (t *Topology) Node(name string) (Node, bool) {
 
 // Segment returns the segment of the accepted node named node.
 func (t *Topology) Segment(node string) (*Segment, bool) {
-	m, ok := t.members[node]
+	m, ok := t.member(node)
 	if !ok {
 		return nil, false
 	}
@@ -157,10 +157,19 @@ func (t *Topology) MeshRanges() []netip.Prefix {
 	return normPrefixes(out)
 }
 
+// member returns the accepted node named name.
+func (t *Topology) member(name string) (*member, bool) {
+	i, ok := slices.BinarySearchFunc(t.members, name, func(m *member, name string) int { return strings.Compare(m.Name, name) })
+	if !ok {
+		return nil, false
+	}
+	return t.members[i], true
+}
+
 // lookupNode returns the member named name or an error matching
 // ErrUnknownNode or ErrExcluded.
 func (t *Topology) lookupNode(name string) (*member, error) {
-	if m, ok := t.members[name]; ok {
+	if m, ok := t.member(name); ok {
 		return m, nil
 	}
 	if reason, ok := t.excluded[nodeKey(name)]; ok {
