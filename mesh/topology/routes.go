@@ -71,8 +71,8 @@ func (t *Topology) plan(node string) plan {
 	}
 	n := 1
 	for i := range t.Segments {
-		if remote(own, &t.Segments[i]) {
-			n += len(t.Segments[i].AllowedIPs)
+		if s := &t.Segments[i]; remote(own, s) {
+			n += len(s.AllowedIPs) - b2i(routesEndpoint(s))
 		}
 	}
 	for _, peer := range t.Peers {
@@ -135,6 +135,18 @@ func (t *Topology) plan(node string) plan {
 	}
 	p.finish()
 	return p
+}
+
+// routesEndpoint reports whether s routes its leader's endpoint address
+// alone (an internal IP that is the endpoint, in FullGranularity): a
+// destination skip leaves out.
+func routesEndpoint(s *Segment) bool {
+	e := s.members[s.Leader].Endpoint
+	if e == nil || !e.Addr.Addr().IsValid() {
+		return false
+	}
+	_, ok := slices.BinarySearchFunc(s.AllowedIPs, hostPrefix(e.Addr.Addr()), compareMasked)
+	return ok
 }
 
 // skip reports whether dst must not be routed: it holds the node's own
