@@ -203,6 +203,11 @@ type addrSet struct {
 // newAddrSet returns the set of addrs, all valid.
 func newAddrSet(addrs []netip.Addr) addrSet {
 	var s addrSet
+	v4 := 0
+	for _, a := range addrs {
+		v4 += b2i(a.Is4())
+	}
+	s.v4 = make([]uint32, 0, v4)
 	for _, a := range addrs {
 		if a.Is4() {
 			b := a.As4()

@@ -15,14 +15,18 @@ func sortRuns[T cmp.Ordered](s []T) {
 		slices.Sort(s) // an insertion sort, in place
 		return
 	}
-	bounds := []int{0} // run r is s[bounds[r]:bounds[r+1]]
+	runs := 1
+	for i := 1; i < len(s); i++ {
+		runs += b2i(s[i-1] > s[i])
+	}
+	if runs == 1 {
+		return
+	}
+	bounds := make([]int, 1, runs+1) // run r is s[bounds[r]:bounds[r+1]]
 	for i := 1; i < len(s); i++ {
 		if s[i-1] > s[i] {
 			bounds = append(bounds, i)
 		}
-	}
-	if len(bounds) == 1 {
-		return
 	}
 	bounds = append(bounds, len(s))
 	src, dst := s, make([]T, len(s))
