@@ -166,7 +166,7 @@ func checkInvariants(t *testing.T, top *Topology, nodes []Node, peers []Peer) {
 		}
 	}
 	for _, p := range peers {
-		if _, ok := top.peerIdx[p.Name]; !ok && !accounted[KindPeer+":"+p.Name] {
+		if _, ok := top.peerIndex(p.Name); !ok && !accounted[KindPeer+":"+p.Name] {
 			t.Errorf("peer %q neither accepted nor reported", p.Name)
 		}
 	}

@@ -248,9 +248,7 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 			}
 		}
 	}
-	t.peerIdx = make(map[string]int, len(t.Peers))
-	for i, p := range t.Peers {
-		t.peerIdx[p.Name] = i
+	for _, p := range t.Peers {
 		if p.Endpoint != nil && p.Endpoint.Addr.Addr().IsValid() {
 			endpoints = append(endpoints, p.Endpoint.Addr.Addr())
 		}

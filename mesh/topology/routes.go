@@ -52,6 +52,7 @@ func (t *Topology) plan(node string) plan {
 	if s := &t.Segments[m.seg]; s.members[s.Leader] == m && s.WireGuardIP.IsValid() {
 		p.own = append(p.own, s.WireGuardIP.Addr()) // see Addresses
 	}
+	p.own4 = make([]uint32, 0, len(p.own))
 	for _, a := range p.own {
 		if a.Is4() {
 			first, _ := range4(netip.PrefixFrom(a, 32))

@@ -36,7 +36,6 @@ type Topology struct {
 
 	opts      Options
 	members   []*member         // the accepted nodes, sorted by name
-	peerIdx   map[string]int    // peer name -> index in Peers
 	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
 	groups    []group           // the location groups, sorted by key
 	disjoint  bool              // no node range overlaps another (claims.base)
@@ -164,6 +163,11 @@ func (t *Topology) member(name string) (*member, bool) {
 		return nil, false
 	}
 	return t.members[i], true
+}
+
+// peerIndex returns the index in Peers of the accepted peer named name.
+func (t *Topology) peerIndex(name string) (int, bool) {
+	return slices.BinarySearchFunc(t.Peers, name, func(p Peer, name string) int { return strings.Compare(p.Name, name) })
 }
 
 // lookupNode returns the member named name or an error matching

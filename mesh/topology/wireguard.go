@@ -128,7 +128,7 @@ func (t *Topology) AsPeer(node string) wgconf.Peer {
 // the segments the peer cannot reach directly (see relays). The error
 // matches ErrUnknownPeer or ErrExcluded.
 func (t *Topology) PeerConf(peer string) (wgconf.Interface, error) {
-	i, ok := t.peerIdx[peer]
+	i, ok := t.peerIndex(peer)
 	if !ok {
 		if reason, ok := t.excluded[KindPeer+":"+peer]; ok {
 			return wgconf.Interface{}, &nameError{kind: KindPeer, name: peer, reason: reason, err: ErrExcluded}
