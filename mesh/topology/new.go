@@ -106,7 +106,7 @@ func (x *keyIndex) id(k segKey) int32 {
 	switch {
 	case x.ids != nil:
 		x.ids[k] = i
-	case len(x.keys) > 8:
+	case len(x.keys) > 16:
 		x.ids = make(map[segKey]int32, 2*len(x.keys))
 		for j, k := range x.keys {
 			x.ids[k] = int32(j)
