@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kilofed/kilofed/e2e/lab"
+	"github.com/kilofed/kilofed/mesh/k8s"
 )
 
 // metaCloud is the French seed's meta-cloud in one cluster: three
@@ -433,7 +435,11 @@ func setIPForward(ctx context.Context, n *lab.Node, on bool) error {
 // it.
 func waitLeaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, loc string, within time.Duration) *lab.Node {
 	t.Helper()
-	var with []string
+	var (
+		with []string
+		last *lab.Node
+		same int
+	)
 	for deadline := time.Now().Add(within); ; time.Sleep(300 * time.Millisecond) {
 		with = with[:0]
 		var leader *lab.Node
@@ -444,7 +450,18 @@ func waitLeaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, 
 				leader = n
 			}
 		}
-		if len(with) == 1 {
+		// The leader of a location whose nodes have all published their
+		// keys, the same over three polls: while an agent starts, the lead
+		// may still move to the node the election prefers.
+		switch {
+		case len(with) != 1 || !locationKeyed(ctx, c, loc):
+			last, same = nil, 0
+		case leader == last:
+			same++
+		default:
+			last, same = leader, 1
+		}
+		if same >= 3 {
 			return leader
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -453,6 +470,18 @@ func waitLeaderOf(ctx context.Context, t testing.TB, c *lab.Cluster, as agents, 
 	}
 	t.Fatalf("location %s: nodes with WireGuard peers %v after %v, want exactly one leader", loc, with, within)
 	return nil
+}
+
+// locationKeyed reports whether every node of location loc has published
+// its WireGuard key on its Node.
+func locationKeyed(ctx context.Context, c *lab.Cluster, loc string) bool {
+	for _, n := range c.Location(loc).Nodes() {
+		node, err := c.Client().CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil || node.Annotations[k8s.KeyAnnotation] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 func TestMeshLeaderFailover(t *testing.T) {
