@@ -40,14 +40,7 @@ func linearFind(all []claim, p netip.Prefix, ignore func(claim) bool) (claim, bo
 // claim, on random nested, equal and disjoint prefixes of both families.
 func TestClaimsFindMatchesLinearScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	randPrefix := func() netip.Prefix {
-		if rng.IntN(4) == 0 {
-			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(rng.IntN(4)), 15: byte(rng.IntN(256))})
-			return netip.PrefixFrom(a, 112+rng.IntN(17)).Masked()
-		}
-		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(2)), byte(rng.IntN(4)), byte(rng.IntN(256))})
-		return netip.PrefixFrom(a, 8+rng.IntN(25)).Masked()
-	}
+	randPrefix := func() netip.Prefix { return randClaimPrefix(rng, 8) }
 	ignores := map[string]func(claim) bool{
 		"none":     nil,
 		"pods":     func(c claim) bool { return c.kind == claimPod },
@@ -72,4 +65,16 @@ func TestClaimsFindMatchesLinearScan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randClaimPrefix returns a random masked prefix, one in four IPv6 (of
+// 2001:db8::/120 and longer), else IPv4 of 10.0.0.0/14 at least minBits4
+// long: nested, equal and disjoint prefixes come often.
+func randClaimPrefix(rng *rand.Rand, minBits4 int) netip.Prefix {
+	if rng.IntN(4) == 0 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(rng.IntN(4)), 15: byte(rng.IntN(256))})
+		return netip.PrefixFrom(a, 112+rng.IntN(17)).Masked()
+	}
+	a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(2)), byte(rng.IntN(4)), byte(rng.IntN(256))})
+	return netip.PrefixFrom(a, minBits4+rng.IntN(33-minBits4)).Masked()
 }

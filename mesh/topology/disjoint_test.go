@@ -72,14 +72,7 @@ func TestDisjointClaimsSweep(t *testing.T) {
 // trie of newer claims against a scan of every claim, oldest first.
 func TestClaimsFindWithDisjointBase(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	randPrefix := func() netip.Prefix {
-		if rng.IntN(4) == 0 {
-			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(rng.IntN(4)), 15: byte(rng.IntN(256))})
-			return netip.PrefixFrom(a, 112+rng.IntN(17)).Masked()
-		}
-		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(2)), byte(rng.IntN(4)), byte(rng.IntN(256))})
-		return netip.PrefixFrom(a, 20+rng.IntN(13)).Masked()
-	}
+	randPrefix := func() netip.Prefix { return randClaimPrefix(rng, 20) }
 	ignores := map[string]func(claim) bool{
 		"none":     nil,
 		"pods":     func(c claim) bool { return c.kind == claimPod },
