@@ -367,21 +367,11 @@ func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 		b.Fatal(err)
 	}
 	l := Layout{Locations: locations}
-	pub, err := l.Published(n, Options{}.withDefaults().Topology)
-	if err != nil {
-		b.Fatal(err)
-	}
 	objects := make([]int, 0, n-1)
 	for i := 1; i < n; i++ {
 		objects = append(objects, i)
 	}
-	if err := l.CreateNodes(ctx, kube, append([]int{0}, objects...), pub); err != nil {
-		b.Fatal(err)
-	}
-	w, err := NewWriter(env.Config, objects, lease)
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := createMixedCluster(ctx, b, env.Config, kube, l, []int{0}, objects, lease)
 	var leaders map[string]string
 	if election == k8s.ElectionLocation {
 		leaders, err = w.CreateLocationLeases(ctx, l)

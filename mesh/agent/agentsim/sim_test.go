@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kilofed/kilofed/mesh/k8s"
 	"github.com/kilofed/kilofed/mesh/k8s/k8stest"
@@ -80,17 +81,7 @@ func TestSimulatedAgentsConvergeBesideObjectOnlyNodes(t *testing.T) {
 	}
 	l := Layout{Locations: 2}
 	agents, objects := []int{0, 1, 2}, []int{3, 4, 5}
-	pub, err := l.Published(6, Options{}.withDefaults().Topology)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.CreateNodes(ctx, kube, slices.Concat(agents, objects), pub); err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(env.Config, objects, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := createMixedCluster(ctx, t, env.Config, kube, l, agents, objects, 0)
 	if err := w.CreateLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -202,17 +193,7 @@ func TestWriterInLocationModeWritesWhatALocationModeClusterHas(t *testing.T) {
 	const n = 9
 	l := Layout{Locations: 3}
 	agents, objects := []int{0}, []int{1, 2, 3, 4, 5, 6, 7, 8}
-	pub, err := l.Published(n, Options{}.withDefaults().Topology)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.CreateNodes(ctx, kube, slices.Concat(agents, objects), pub); err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(env.Config, objects, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := createMixedCluster(ctx, t, env.Config, kube, l, agents, objects, 0)
 	leaders, err := w.CreateLocationLeases(ctx, l)
 	if err != nil {
 		t.Fatal(err)
@@ -337,4 +318,25 @@ func TestWriterInLocationModeWritesWhatALocationModeClusterHas(t *testing.T) {
 	if _, changes := f.Counts(); changes != 0 {
 		t.Errorf("the agent saw %v leader changes, want none", changes)
 	}
+}
+
+// createMixedCluster creates the Nodes of agents and objects in l (together
+// nodes 0 to n-1), each carrying what its agent would publish, and returns
+// a Writer standing in for the agents of objects, whose Leases last lease
+// (kg's default when 0).
+func createMixedCluster(ctx context.Context, tb testing.TB, cfg *rest.Config, kube kubernetes.Interface, l Layout, agents, objects []int, lease time.Duration) *Writer {
+	tb.Helper()
+	all := slices.Concat(agents, objects)
+	pub, err := l.Published(slices.Max(all)+1, Options{}.withDefaults().Topology)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := l.CreateNodes(ctx, kube, all, pub); err != nil {
+		tb.Fatal(err)
+	}
+	w, err := NewWriter(cfg, objects, lease)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w
 }
