@@ -53,16 +53,7 @@ func TestClaimsFindMatchesLinearScan(t *testing.T) {
 			c := claim{prefix: randPrefix(), kind: claimKind(i % 2), name: string(rune('a' + i%26))}
 			cs.add(c)
 			all = append(all, c)
-			for range 5 {
-				q := randPrefix()
-				for name, ignore := range ignores {
-					got, ok := cs.find(q, ignore)
-					want, wantOK := linearFind(all, q, ignore)
-					if ok != wantOK || got != want {
-						t.Fatalf("round %d, %d claims, find(%s) ignoring %s = %+v, %t; want %+v, %t", round, len(all), q, name, got, ok, want, wantOK)
-					}
-				}
-			}
+			checkFindMatchesScan(t, round, cs, all, randPrefix, ignores)
 		}
 	}
 }
@@ -77,4 +68,20 @@ func randClaimPrefix(rng *rand.Rand, minBits4 int) netip.Prefix {
 	}
 	a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(2)), byte(rng.IntN(4)), byte(rng.IntN(256))})
 	return netip.PrefixFrom(a, minBits4+rng.IntN(33-minBits4)).Masked()
+}
+
+// checkFindMatchesScan checks cs.find on 5 random queries against a scan
+// of all, the claims cs holds oldest first, with each of ignores.
+func checkFindMatchesScan(t *testing.T, round int, cs *claims, all []claim, randPrefix func() netip.Prefix, ignores map[string]func(claim) bool) {
+	t.Helper()
+	for range 5 {
+		q := randPrefix()
+		for name, ignore := range ignores {
+			got, ok := cs.find(q, ignore)
+			want, wantOK := linearFind(all, q, ignore)
+			if ok != wantOK || got != want {
+				t.Fatalf("round %d, %d claims, find(%s) ignoring %s = %+v, %t; want %+v, %t", round, len(all), q, name, got, ok, want, wantOK)
+			}
+		}
+	}
 }

@@ -101,16 +101,7 @@ func TestClaimsFindWithDisjointBase(t *testing.T) {
 			c := claim{prefix: randPrefix(), kind: claimKind(3 + i%2), name: string(rune('A' + i%26)), seg: int32(i)}
 			cs.add(c)
 			all = append(all, c)
-			for range 5 {
-				q := randPrefix()
-				for name, ignore := range ignores {
-					got, ok := cs.find(q, ignore)
-					want, wantOK := linearFind(all, q, ignore)
-					if ok != wantOK || got != want {
-						t.Fatalf("round %d, %d claims, find(%s) ignoring %s = %+v, %t; want %+v, %t", round, len(all), q, name, got, ok, want, wantOK)
-					}
-				}
-			}
+			checkFindMatchesScan(t, round, cs, all, randPrefix, ignores)
 		}
 	}
 }
