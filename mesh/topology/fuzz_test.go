@@ -217,6 +217,7 @@ func checkInvariants(t *testing.T, top *Topology, nodes []Node, peers []Peer) {
 		_ = top.TunnelRemotes(name)
 		_ = top.AsPeer(name)
 	}
+	checkSortedMatchesCollected(t, top)
 	for _, p := range top.Peers {
 		if _, err := top.PeerConf(p.Name); err != nil {
 			t.Errorf("PeerConf(%s): %v", p.Name, err)

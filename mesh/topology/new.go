@@ -40,7 +40,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
 	t.assignLocationIPs(cs, &ps)
 	alloc.assignHashed(t.Segments, &ps)
-	t.disjoint = cs.base != nil
+	t.nodeRanges = cs.base
 	t.finish(accepted, cs.base)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {

@@ -33,6 +33,11 @@ type plan struct {
 	// numbers, for skip.
 	own4    []uint32
 	pods4   [][2]uint32 // first and last address
+	seg     *Segment    // the node's segment
+	leader  *member     // the leader of seg
+	mates   []*member   // the nodes the node reaches natively, itself among them
+	size    int         // how many routes there can be
+	others  int         // how many of them are not routes to node ranges (see sorted)
 	routes  []Route
 	rules   []Rule
 	remotes []netip.Addr
@@ -43,7 +48,21 @@ func (t *Topology) plan(node string) plan {
 	if !ok {
 		return plan{}
 	}
-	p := plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
+	if t.nodeRanges != nil {
+		if p := t.newPlan(m); p.sorted() {
+			return *p
+		}
+	}
+	p := t.newPlan(m)
+	p.collect()
+	p.routes = sortRoutes(p.routes)
+	p.finish()
+	return *p
+}
+
+// newPlan returns the plan of m with nothing collected yet.
+func (t *Topology) newPlan(m *member) *plan {
+	p := &plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
 	for _, a := range [3]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
 		if a.IsValid() {
 			p.own = append(p.own, a)
@@ -65,77 +84,160 @@ func (t *Topology) plan(node string) plan {
 			p.pods4 = append(p.pods4, [2]uint32{first, last})
 		}
 	}
-	own := &t.Segments[m.seg]
-	var mates []*member
+	p.seg = &t.Segments[m.seg]
+	p.leader = p.seg.members[p.seg.Leader]
 	if !t.opts.NoLocalRoutes {
-		mates = t.mates(m)
+		p.mates = t.mates(m)
 	}
-	n := 1
+	// allowed: the remote segments' allowed IPs, of which others counts
+	// the WireGuard IPs and allowed location IPs, with the segment's own
+	// WireGuard IP.
+	allowed, others := 0, 1
 	for i := range t.Segments {
-		if s := &t.Segments[i]; remote(own, s) {
-			n += len(s.AllowedIPs) - b2i(routesEndpoint(s))
+		if s := &t.Segments[i]; remote(p.seg, s) {
+			allowed += len(s.AllowedIPs) - b2i(routesEndpoint(s))
+			others += len(s.AllowedLocationIPs) + b2i(s.WireGuardIP.IsValid())
 		}
 	}
+	rest := 0 // the peers' and the mates' routes
 	for _, peer := range t.Peers {
-		n += len(peer.AllowedIPs)
+		rest += len(peer.AllowedIPs)
 	}
-	for _, mate := range mates {
-		n += len(mate.PodCIDRs)
+	for _, mate := range p.mates {
+		rest += len(mate.PodCIDRs)
 	}
 	if t.opts.Encapsulate != EncapsulateNever {
 		// encapsulateHostTraffic: a route per family both nodes have.
-		for _, mate := range mates {
-			n += b2i(m.InternalIP.IsValid() && mate.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid() && mate.InternalIP6.IsValid())
+		for _, mate := range p.mates {
+			rest += b2i(m.InternalIP.IsValid() && mate.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid() && mate.InternalIP6.IsValid())
 		}
 	}
-	p.routes = make([]Route, 0, n)
-	leader := own.members[own.Leader]
-	// route sends dst, a range of a remote segment or of a Peer, through
-	// WireGuard or the leader.
-	route := func(dst netip.Prefix, ofPeer bool) {
-		switch {
-		case p.skip(dst, true):
-		case leader != m:
-			p.via(leader, dst)
-		default:
-			src := m.internal(dst.Addr()).Addr()
-			if wgIP := own.WireGuardIP.Addr(); ofPeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
-				src = wgIP
+	p.size, p.others = 1+allowed+rest, others+rest
+	return p
+}
+
+// route sends dst, a range of a remote segment or of a Peer, through
+// WireGuard or the leader.
+func (p *plan) route(dst netip.Prefix, ofPeer bool) {
+	switch {
+	case p.skip(dst, true):
+	case p.leader != p.m:
+		p.via(p.leader, dst)
+	default:
+		src := p.m.internal(dst.Addr()).Addr()
+		if wgIP := p.seg.WireGuardIP.Addr(); ofPeer && wgIP.IsValid() && wgIP.Is4() == dst.Addr().Is4() {
+			src = wgIP
+		}
+		p.add(Route{Dst: dst, Dev: p.t.opts.Links.WireGuard, Src: src})
+	}
+}
+
+// collect adds the routes and rules of the node, unsorted: its segment's
+// WireGuard IP, the remote segments' allowed IPs, the peers' and the
+// mates' ranges, in this order, which decides which of two routes with the
+// same destination and table stays.
+func (p *plan) collect() {
+	p.routes = make([]Route, 0, p.size)
+	p.routeOwnWireGuardIP()
+	for i := range p.t.Segments {
+		if s := &p.t.Segments[i]; remote(p.seg, s) {
+			for _, dst := range s.AllowedIPs {
+				p.route(dst, false)
 			}
-			p.add(Route{Dst: dst, Dev: t.opts.Links.WireGuard, Src: src})
 		}
 	}
-	if leader != m && own.WireGuardIP.IsValid() {
-		route(hostPrefix(own.WireGuardIP.Addr()), false)
-	}
-	for i := range t.Segments {
-		if remote(own, &t.Segments[i]) {
-			for _, dst := range t.Segments[i].AllowedIPs {
-				route(dst, false)
+	p.routePeersAndMates()
+}
+
+// sorted adds the routes and rules of the node, the routes sorted and
+// deduplicated as collect and sortRoutes would leave them, and reports
+// whether it could. It needs Topology.nodeRanges: the remote segments'
+// pod CIDRs and internal IPs, most of the routes, come from there sorted
+// and distinct, so that only the other routes (WireGuard IPs, allowed
+// location IPs, the peers' and the mates' ranges, a few unless the
+// location is large) are sorted before they are merged in. When one of
+// those has the destination and table of a node range, which of the two
+// stays depends on the order collect adds them in: sorted then reports
+// false, and the plan must be built anew with collect.
+func (p *plan) sorted() bool {
+	p.routes = make([]Route, 0, p.others)
+	p.routeOwnWireGuardIP()
+	for i := range p.t.Segments {
+		if s := &p.t.Segments[i]; remote(p.seg, s) {
+			if s.WireGuardIP.IsValid() {
+				p.route(hostPrefix(s.WireGuardIP.Addr()), false)
+			}
+			for _, dst := range s.AllowedLocationIPs {
+				p.route(dst, false)
 			}
 		}
 	}
-	for _, peer := range t.Peers {
+	p.routePeersAndMates()
+	others := sortRoutes(p.routes)
+	p.routes = make([]Route, 0, p.size)
+	var next routeKey // of others[0]
+	if len(others) > 0 {
+		next = routeKeyOf(others[0])
+	}
+	for dst, r := range p.t.nodeRanges.ranges() {
+		if (r.kind != claimPod && r.kind != claimInternal) || !remote(p.seg, &p.t.Segments[r.seg]) {
+			continue
+		}
+		// The routes of node ranges are in the main table.
+		key := routeKeyOf(Route{Dst: dst})
+		for len(others) > 0 {
+			c := compareRouteKeys(next, key)
+			if c == 0 {
+				return false
+			}
+			if c > 0 {
+				break
+			}
+			p.routes, others = append(p.routes, others[0]), others[1:]
+			if len(others) > 0 {
+				next = routeKeyOf(others[0])
+			}
+		}
+		p.route(dst, false)
+	}
+	p.routes = append(p.routes, others...)
+	if len(p.routes) == 0 {
+		p.routes = nil // as sortRoutes
+	}
+	p.finish()
+	return true
+}
+
+// routeOwnWireGuardIP routes the WireGuard IP of the node's segment
+// through its leader.
+func (p *plan) routeOwnWireGuardIP() {
+	if p.leader != p.m && p.seg.WireGuardIP.IsValid() {
+		p.route(hostPrefix(p.seg.WireGuardIP.Addr()), false)
+	}
+}
+
+// routePeersAndMates routes the peers' ranges, and the mates' pod CIDRs
+// natively.
+func (p *plan) routePeersAndMates() {
+	for _, peer := range p.t.Peers {
 		for _, dst := range peer.AllowedIPs {
-			route(dst, true)
+			p.route(dst, true)
 		}
 	}
-	for _, mate := range mates {
-		if mate == m {
+	for _, mate := range p.mates {
+		if mate == p.m {
 			continue
 		}
 		for _, dst := range mate.PodCIDRs {
 			// With disjoint node ranges a mate's pod CIDR can neither
 			// overlap this node's nor hold its addresses (its WireGuard
 			// IP was allocated outside every claim).
-			if t.disjoint || !p.skip(dst, false) {
+			if p.t.nodeRanges != nil || !p.skip(dst, false) {
 				p.via(mate, dst)
 			}
 		}
 		p.encapsulateHostTraffic(mate)
 	}
-	p.finish()
-	return p
 }
 
 // routesEndpoint reports whether s routes its leader's endpoint address
@@ -321,10 +423,9 @@ func (t *Topology) encapsulate(a, b *member) bool {
 	return false
 }
 
-// finish sorts and deduplicates what plan collected: of the routes with one
-// destination and table, the first added stays.
+// finish sorts and deduplicates the rules and tunnel remotes plan
+// collected.
 func (p *plan) finish() {
-	p.routes = sortRoutes(p.routes)
 	slices.SortFunc(p.rules, func(a, b Rule) int {
 		return cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), cmp.Compare(a.Table, b.Table), cmp.Compare(a.Priority, b.Priority))
 	})
@@ -342,6 +443,12 @@ type routeKey struct {
 	bits   int
 	table  int
 	i      int // index of the route
+}
+
+// routeKeyOf returns the key of r, index 0.
+func routeKeyOf(r Route) routeKey {
+	hi, lo := addrBits(r.Dst.Masked().Addr())
+	return routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table}
 }
 
 func compareRouteKeys(a, b routeKey) int {
@@ -402,8 +509,8 @@ func routeOrder(routes []Route) []int {
 	}
 	keys := make([]routeKey, len(routes))
 	for i, r := range routes {
-		hi, lo := addrBits(r.Dst.Masked().Addr())
-		keys[i] = routeKey{hi: hi, lo: lo, v6: r.Dst.Addr().Is6(), bits: r.Dst.Bits(), table: r.Table, i: i}
+		keys[i] = routeKeyOf(r)
+		keys[i].i = i
 	}
 	slices.SortFunc(keys, compareRouteKeys)
 	for k, key := range keys {

@@ -165,3 +165,55 @@ func TestTunnelRemotes(t *testing.T) {
 		t.Errorf("TunnelRemotes(nobody) = %v", got)
 	}
 }
+
+// checkSortedMatchesCollected checks that for every node of top the plan
+// built by sorted, from the sorted node ranges, has the routes, rules and
+// tunnel remotes that collect and sortRoutes give.
+func checkSortedMatchesCollected(t *testing.T, top *Topology) {
+	t.Helper()
+	if top.nodeRanges == nil {
+		return
+	}
+	for _, m := range top.members {
+		want := top.newPlan(m)
+		want.collect()
+		want.routes = sortRoutes(want.routes)
+		want.finish()
+		got := top.newPlan(m)
+		if !got.sorted() {
+			continue // plan falls back to collect
+		}
+		if !slices.Equal(got.routes, want.routes) || !slices.Equal(got.rules, want.rules) || !slices.Equal(got.remotes, want.remotes) {
+			t.Errorf("node %s: sorted gives\n%v %v %v\ncollect gives\n%v %v %v", m.Name, got.routes, got.rules, got.remotes, want.routes, want.rules, want.remotes)
+		}
+	}
+}
+
+// TestSortedRoutesMatchCollected checks the merge of the sorted node
+// ranges against collecting every route and sorting them, on the
+// scenarios and on generated clusters in every granularity, with and
+// without encapsulation.
+func TestSortedRoutesMatchCollected(t *testing.T) {
+	for _, sc := range scenarios() {
+		top, err := New(sc.nodes, sc.peers, sc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSortedMatchesCollected(t, top)
+	}
+	for _, g := range []Granularity{LocationGranularity, FullGranularity, CrossGranularity} {
+		for _, e := range []Encapsulate{EncapsulateNever, EncapsulateAlways, EncapsulateCrossSubnet} {
+			for _, alips := range []bool{false, true} {
+				nodes, peers := benchCluster(60, 4, alips)
+				top, err := New(nodes, peers, Options{Granularity: g, Encapsulate: e, Links: Links{WireGuard: "kilo0", Underlay: "eth0", Tunnel: "tunl0"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if top.nodeRanges == nil {
+					t.Fatalf("%s/%s: the generated cluster's node ranges overlap", g, e)
+				}
+				checkSortedMatchesCollected(t, top)
+			}
+		}
+	}
+}

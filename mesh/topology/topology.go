@@ -34,12 +34,14 @@ type Topology struct {
 	// sorted by kind and name.
 	Problems []Problem
 
-	opts      Options
-	members   []*member         // the accepted nodes, sorted by name
-	excluded  map[string]string // "node:NAME" / "peer:NAME" -> reason
-	groups    []group           // the location groups, sorted by key
-	disjoint  bool              // no node range overlaps another (claims.base)
-	endpoints addrSet           // every WireGuard endpoint address of the mesh
+	opts     Options
+	members  []*member         // the accepted nodes, sorted by name
+	excluded map[string]string // "node:NAME" / "peer:NAME" -> reason
+	groups   []group           // the location groups, sorted by key
+	// nodeRanges are the nodes' ranges when none overlaps another
+	// (claims.base), sorted; nil otherwise.
+	nodeRanges *disjoint
+	endpoints  addrSet // every WireGuard endpoint address of the mesh
 }
 
 // Segment is a set of nodes that share one WireGuard identity toward the
