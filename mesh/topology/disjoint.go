@@ -45,14 +45,24 @@ type disjointBuilder struct {
 	// of one kind tend to come in the order of the node names, so the
 	// kinds one after the other make a few sorted runs.
 	v4 [claimKinds][]uint64
+	// all holds the v4 of every kind one after the other, each in room
+	// reserved by grow, so that build joins them in place.
+	all []uint64
 }
 
-// grow makes room for n[k] more IPv4 claims of kind k.
+// grow makes room for n[k] IPv4 claims of kind k; it must come before
+// the first add.
 func (b *disjointBuilder) grow(n [claimKinds]int) {
 	total := 0
-	for k, c := range n {
-		b.v4[k] = slices.Grow(b.v4[k], c)
+	for _, c := range n {
 		total += c
+	}
+	// One array for every kind instead of one each: fewer allocations.
+	b.all = make([]uint64, total)
+	off := 0
+	for k, c := range n {
+		b.v4[k] = b.all[off : off : off+c]
+		off += c
 	}
 	b.d.refs = slices.Grow(b.d.refs, total)
 }
@@ -77,7 +87,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	if len(d.refs) > maxDisjoint {
 		return nil, false
 	}
-	d.v4 = slices.Concat(b.v4[:]...)
+	d.v4 = b.joinV4()
 	sortRuns(d.v4)
 	slices.SortFunc(d.v6, func(x, y claim6) int {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.ref, y.ref))
@@ -109,6 +119,28 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	}
 	d.v6 = kept6
 	return d, true
+}
+
+// joinV4 returns the IPv4 keys of every kind, one kind after the other.
+// While each kind stayed in the room grow reserved, they are moved to the
+// front of b.all, in place: a kind's keys start at or after the end of
+// those before.
+func (b *disjointBuilder) joinV4() []uint64 {
+	off := 0
+	for k := range b.v4 {
+		if cap(b.v4[k]) == 0 {
+			continue
+		}
+		if end := off + cap(b.v4[k]); end > len(b.all) || &b.v4[k][:1][0] != &b.all[off] {
+			return slices.Concat(b.v4[:]...) // a kind outgrew its room
+		}
+		off += cap(b.v4[k])
+	}
+	all := b.all[:0]
+	for _, keys := range b.v4 {
+		all = append(all, keys...)
+	}
+	return all
 }
 
 // sameEndpoint reports whether two IPv4 claims are the same endpoint.

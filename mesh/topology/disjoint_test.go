@@ -45,26 +45,44 @@ func TestDisjointClaimsSweep(t *testing.T) {
 		{name: "endpoint inside a pod CIDR", claims: []claim{pod("10.0.0.0/24"), ep("10.0.0.1/32", "a")}, ok: false},
 		{name: "endpoint and internal IP", claims: []claim{in("10.0.0.1/32"), ep("10.0.0.1/32", "a")}, ok: false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var b disjointBuilder
-			for _, c := range tc.claims {
-				b.add(c)
-			}
-			d, ok := b.build()
-			if ok != tc.ok {
-				t.Fatalf("build() ok = %t, want %t", ok, tc.ok)
-			}
-			if !ok {
-				return
-			}
-			want := tc.want
-			if want == nil {
-				want = tc.claims
-			}
-			if got := d.all(); !slices.Equal(got, want) {
-				t.Errorf("kept %v, want %v", got, want)
-			}
-		})
+		// The room grow reserves for each kind: none (grow not called),
+		// the number of claims, one less (the kind outgrows it) and more.
+		var counts [claimKinds]int
+		for _, c := range tc.claims {
+			counts[c.kind]++
+		}
+		for _, room := range []struct {
+			name  string
+			extra int
+		}{{"no grow", 0}, {"exact room", 0}, {"room one short", -1}, {"room to spare", 2}} {
+			t.Run(tc.name+"/"+room.name, func(t *testing.T) {
+				var b disjointBuilder
+				if room.name != "no grow" {
+					var n [claimKinds]int
+					for k, c := range counts {
+						n[k] = max(c+room.extra, 0)
+					}
+					b.grow(n)
+				}
+				for _, c := range tc.claims {
+					b.add(c)
+				}
+				d, ok := b.build()
+				if ok != tc.ok {
+					t.Fatalf("build() ok = %t, want %t", ok, tc.ok)
+				}
+				if !ok {
+					return
+				}
+				want := tc.want
+				if want == nil {
+					want = tc.claims
+				}
+				if got := d.all(); !slices.Equal(got, want) {
+					t.Errorf("kept %v, want %v", got, want)
+				}
+			})
+		}
 	}
 }
 

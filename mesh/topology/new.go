@@ -126,9 +126,12 @@ func b2i(b bool) int {
 // sorted by key, with their members by name in one shared array, and
 // their leaders.
 func groupMembers(members []*member) []group {
-	var index keyIndex
+	// Room for a few groups: the append of each new one would allocate
+	// while they are few, a fixed cost that small clusters feel.
+	few := min(len(members), 16) + 1
+	index := keyIndex{keys: make([]segKey, 0, few)}
 	ids := make([]int32, len(members)) // the group of each member
-	var sizes []int
+	sizes := make([]int, 0, few)
 	for j, m := range members {
 		if j > 0 && m.group == members[j-1].group {
 			ids[j] = ids[j-1]

@@ -30,8 +30,26 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
-	keys := make(map[wgconf.Key]string, len(peers)) // keys of the peers accepted so far, to their names
 	out := make([]Peer, 0, len(peers))
+	// The keys of the peers accepted so far, to their names: a scan of out
+	// while peers are few (a map is a fixed cost small clusters feel), a
+	// map otherwise.
+	var keys map[wgconf.Key]string
+	if len(peers) > 16 {
+		keys = make(map[wgconf.Key]string, len(peers))
+	}
+	ownerOf := func(k wgconf.Key) (string, bool) {
+		if keys != nil {
+			name, ok := keys[k]
+			return name, ok
+		}
+		for i := range out {
+			if out[i].PublicKey == k {
+				return out[i].Name, true
+			}
+		}
+		return "", false
+	}
 	for _, p := range sorted {
 		switch {
 		case p.Name == "":
@@ -51,7 +69,7 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 				"the peer's public key is also published by %s; a copied key must not evict its owner, so all of them are left out until each has its own key pair (wg genkey | wg pubkey)", joinNames(others))
 			continue
 		}
-		if owner, ok := keys[p.PublicKey]; ok {
+		if owner, ok := ownerOf(p.PublicKey); ok {
 			ps.add(KindPeer, p.Name, Excluded, CodeDuplicateKey,
 				"the peer's public key is already used by peer %q; every peer needs its own key pair (wg genkey | wg pubkey)", owner)
 			continue
@@ -65,7 +83,9 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 			ps.add(KindPeer, p.Name, Warning, CodeNoAllowedIPs,
 				"the peer has no allowed IPs, so nothing is routed to it; list the peer's addresses in spec.allowedIPs")
 		}
-		keys[p.PublicKey] = p.Name
+		if keys != nil {
+			keys[p.PublicKey] = p.Name
+		}
 		for _, a := range p.AllowedIPs {
 			cs.add(claim{prefix: a, kind: claimPeer, name: p.Name})
 		}

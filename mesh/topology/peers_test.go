@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"github.com/kilofed/kilofed/mesh/golden"
 	"net/netip"
 	"slices"
@@ -70,6 +71,13 @@ func TestPeerRules(t *testing.T) {
 			{Name: "b", Created: day(2), PublicKey: testKey("a"), AllowedIPs: pfxs("10.5.100.2/32")}},
 		accepted: []string{"a"},
 		problems: map[string][]string{"b": {CodeDuplicateKey, `peer "a"`}},
+	}, {
+		// More peers than acceptPeers scans for a used key: it looks them
+		// up in a map.
+		name:     "a key used twice among many peers: the older keeps it",
+		peers:    append(manyPeers(20), Peer{Name: "z", Created: day(30), PublicKey: testKey("p-03"), AllowedIPs: pfxs("10.5.101.1/32")}),
+		accepted: manyPeerNames(20),
+		problems: map[string][]string{"z": {CodeDuplicateKey, `peer "p-03"`}},
 	}, {
 		name:     "two peers with one name are both left out",
 		peers:    []Peer{peer("p", day(1), "10.5.100.1/32"), peer("p", day(2), "10.5.100.2/32")},
@@ -255,4 +263,25 @@ func TestViaGatewayPeerIsReachedFromNATSegmentsThroughTheGateway(t *testing.T) {
 	if c, _ := plain.WireGuardConfig("dc-1", wgconf.SecretKey(testKey("private"))); !slices.ContainsFunc(c.Peers, func(p wgconf.Peer) bool { return p.Name == dr.Name }) {
 		t.Errorf("without ViaGateway, dc-1 lost its direct entry for %s", dr.Name)
 	}
+}
+
+// manyPeers returns n peers p-00, p-01... created a day apart in March
+// 2026, each with an address of its own.
+func manyPeers(n int) []Peer {
+	var ps []Peer
+	for i := range n {
+		name := fmt.Sprintf("p-%02d", i)
+		ps = append(ps, Peer{Name: name, Created: time.Date(2026, 3, 1+i, 0, 0, 0, 0, time.UTC),
+			PublicKey: testKey(name), AllowedIPs: pfxs(fmt.Sprintf("10.5.100.%d/32", i+1))})
+	}
+	return ps
+}
+
+// manyPeerNames returns the names of manyPeers(n).
+func manyPeerNames(n int) []string {
+	var names []string
+	for _, p := range manyPeers(n) {
+		names = append(names, p.Name)
+	}
+	return names
 }

@@ -50,19 +50,19 @@ func (t *Topology) plan(node string) plan {
 	}
 	if t.nodeRanges != nil {
 		if p := t.newPlan(m); p.sorted() {
-			return *p
+			return p
 		}
 	}
 	p := t.newPlan(m)
 	p.collect()
 	p.routes = sortRoutes(p.routes)
 	p.finish()
-	return *p
+	return p
 }
 
 // newPlan returns the plan of m with nothing collected yet.
-func (t *Topology) newPlan(m *member) *plan {
-	p := &plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
+func (t *Topology) newPlan(m *member) plan {
+	p := plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
 	for _, a := range [3]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
 		if a.IsValid() {
 			p.own = append(p.own, a)
@@ -160,7 +160,13 @@ func (p *plan) collect() {
 // stays depends on the order collect adds them in: sorted then reports
 // false, and the plan must be built anew with collect.
 func (p *plan) sorted() bool {
-	p.routes = make([]Route, 0, p.others)
+	// One array holds everything: the other routes are collected in the
+	// room newPlan counted for them at its end, and the merge writes the
+	// result from its front. The routes to node ranges are at most start,
+	// so the front never reaches an other route before it is merged.
+	buf := make([]Route, p.size)
+	start := p.size - p.others
+	p.routes = buf[start:start]
 	p.routeOwnWireGuardIP()
 	for i := range p.t.Segments {
 		if s := &p.t.Segments[i]; remote(p.seg, s) {
@@ -174,7 +180,8 @@ func (p *plan) sorted() bool {
 	}
 	p.routePeersAndMates()
 	others := sortRoutes(p.routes)
-	p.routes = make([]Route, 0, p.size)
+	merged := 0 // of others
+	p.routes = buf[:0]
 	var next routeKey // of others[0]
 	if len(others) > 0 {
 		next = routeKeyOf(others[0])
@@ -193,14 +200,19 @@ func (p *plan) sorted() bool {
 			if c > 0 {
 				break
 			}
-			p.routes, others = append(p.routes, others[0]), others[1:]
+			r := others[0]
+			others, merged = others[1:], merged+1
+			p.routes = append(p.routes, r)
 			if len(others) > 0 {
 				next = routeKeyOf(others[0])
 			}
 		}
+		if len(p.routes) >= start+merged {
+			return false // more routes than newPlan counted: no room left
+		}
 		p.route(dst, false)
 	}
-	p.routes = append(p.routes, others...)
+	p.routes = append(p.routes, others...) // copy moves them in place
 	if len(p.routes) == 0 {
 		p.routes = nil // as sortRoutes
 	}
@@ -474,13 +486,17 @@ func sortRoutes(routes []Route) []Route {
 	if len(routes) == 0 {
 		return nil
 	}
-	permute(routes, routeOrder(routes))
+	// Up to 32 routes are sorted without allocating: in a small cluster
+	// the fixed cost of an allocation shows.
+	var small [32]int
+	permute(routes, routeOrder(routes, small[:0]))
 	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
 }
 
-// routeOrder returns the indexes of routes in sorted order.
-func routeOrder(routes []Route) []int {
-	order := make([]int, len(routes))
+// routeOrder returns the indexes of routes in sorted order, in order if
+// it has the room.
+func routeOrder(routes []Route, order []int) []int {
+	order = slices.Grow(order[:0], len(routes))[:len(routes)]
 	// In the common case, IPv4 routes in at most two tables, each route's
 	// key is one number: address, length, table (main first), index.
 	tables := [2]int{routes[0].Table, routes[0].Table}
@@ -496,7 +512,12 @@ func routeOrder(routes []Route) []int {
 		short = short && r.Dst.Addr().Is4()
 	}
 	if short {
-		keys := make([]uint64, len(routes))
+		var small [32]uint64 // as in sortRoutes
+		keys := small[:0]
+		if len(routes) > len(small) {
+			keys = make([]uint64, len(routes))
+		}
+		keys = keys[:len(routes)]
 		for i, r := range routes {
 			first, _ := range4(r.Dst)
 			keys[i] = uint64(first)<<32 | uint64(r.Dst.Bits())<<26 | uint64(b2i(r.Table == tables[1] && tables[0] != tables[1]))<<25 | uint64(i)

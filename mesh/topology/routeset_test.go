@@ -49,7 +49,7 @@ func TestSortRoutesKeepsTheFirstAdded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tables := range [][]int{{0}, {0, 0, DefaultTable}, {DefaultTable, 7}, {0, 7, DefaultTable}} {
 		for _, mixed := range []bool{false, true} {
-			for _, n := range []int{0, 1, 2, 50, 500} {
+			for _, n := range []int{0, 1, 2, 20, 32, 33, 50, 500} { // 32: sortRoutes's room on the stack
 				var routes []Route
 				for i := range n {
 					dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(4)), byte(rng.IntN(256))}), 22+rng.IntN(11)).Masked()
