@@ -186,12 +186,24 @@ func (p *plan) sorted() bool {
 	if len(others) > 0 {
 		next = routeKeyOf(others[0])
 	}
+	// Whether the last segment seen is remote: a segment's ranges tend to
+	// come together (its nodes' pod CIDRs and internal IPs are often
+	// allocated in a row), and remote compares names.
+	lastSeg, lastRemote := int32(-1), false
 	for dst, r := range p.t.nodeRanges.ranges() {
-		if (r.kind != claimPod && r.kind != claimInternal) || !remote(p.seg, &p.t.Segments[r.seg]) {
+		if r.kind != claimPod && r.kind != claimInternal {
 			continue
 		}
-		// The routes of node ranges are in the main table.
-		key := routeKeyOf(Route{Dst: dst})
+		if r.seg != lastSeg {
+			lastSeg, lastRemote = r.seg, remote(p.seg, &p.t.Segments[r.seg])
+		}
+		if !lastRemote {
+			continue
+		}
+		// Claims are masked, and the routes of node ranges are in the
+		// main table.
+		hi, lo := addrBits(dst.Addr())
+		key := routeKey{hi: hi, lo: lo, v6: dst.Addr().Is6(), bits: dst.Bits()}
 		for len(others) > 0 {
 			c := compareRouteKeys(next, key)
 			if c == 0 {
