@@ -239,12 +239,15 @@ func sameName(sorted []*Node, i int) int {
 // sane durations, and the rest of m, zero but for Node and idx, to what
 // follows from it; its slices come from arena.
 func normalizeNode(m *member, n *Node, arena *prefixArena) {
-	*m.Node = *n
-	m.PodCIDRs = normPrefixesTo(arena.take(len(n.PodCIDRs)), n.PodCIDRs)
-	m.AllowedLocationIPs = normPrefixesTo(arena.take(len(n.AllowedLocationIPs)), n.AllowedLocationIPs)
-	m.ExternalIP = unmapAddr(n.ExternalIP)
-	m.WireGuardIP = unmapPrefix(n.WireGuardIP)
-	m.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
+	// The copy is normalized on the stack and then stored at once: while
+	// the garbage collector marks, each pointer written to the heap costs
+	// a write barrier, and most fields of a Node hold one.
+	nd := *n
+	nd.PodCIDRs = normPrefixesTo(arena.take(len(n.PodCIDRs)), n.PodCIDRs)
+	nd.AllowedLocationIPs = normPrefixesTo(arena.take(len(n.AllowedLocationIPs)), n.AllowedLocationIPs)
+	nd.ExternalIP = unmapAddr(n.ExternalIP)
+	nd.WireGuardIP = unmapPrefix(n.WireGuardIP)
+	nd.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
 	var in4, in6 netip.Prefix
 	for _, p := range [2]netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
 		if !p.IsValid() {
@@ -257,18 +260,19 @@ func normalizeNode(m *member, n *Node, arena *prefixArena) {
 			in6 = p
 		}
 	}
-	m.InternalIP, m.InternalIP6 = in4, in6
-	m.Endpoint = nil
+	nd.InternalIP, nd.InternalIP6 = in4, in6
+	nd.Endpoint = nil
 	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
 		m.endpoint = *e
 		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
-		m.Endpoint = &m.endpoint
+		nd.Endpoint = &m.endpoint
 		a := m.endpoint.Addr.Addr()
 		m.public = m.endpoint.DNS != "" || (a != in4.Addr() && a != in6.Addr())
 	}
-	if m.ExternalIP.IsValid() {
+	if nd.ExternalIP.IsValid() {
 		m.public = true
 	}
+	*m.Node = nd
 }
 
 // fillEndpoint sets where other nodes reach m: its Endpoint with a port,
