@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/kilofed/kilofed/mesh/golden"
@@ -284,4 +285,36 @@ func manyPeerNames(n int) []string {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+// TestWireGuardPeersInKeyOrder checks that a leader's WireGuard peers come
+// in public key order, also for keys whose first 8 bytes agree (the sort
+// looks at those first).
+func TestWireGuardPeersInKeyOrder(t *testing.T) {
+	nodes, peers := benchCluster(40, 40, false)
+	for i := range nodes {
+		if i%3 == 0 { // a third of the keys share their first 8 bytes
+			copy(nodes[i].Key[:8], "samehead")
+		}
+	}
+	peers[0].PublicKey = nodes[3].Key
+	peers[0].PublicKey[31] ^= 1 // the same head as a node's, another key
+	for _, g := range []Granularity{LocationGranularity, FullGranularity} {
+		top, err := New(nodes, peers, Options{Granularity: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := top.WireGuardConfig("node-00000", wgconf.SecretKey{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 39 + len(peers); len(c.Peers) != want {
+			t.Fatalf("%s: %d peers, want %d", g, len(c.Peers), want)
+		}
+		for i := 1; i < len(c.Peers); i++ {
+			if a, b := c.Peers[i-1].PublicKey, c.Peers[i].PublicKey; bytes.Compare(a[:], b[:]) >= 0 {
+				t.Errorf("%s: peer %d's key %x does not sort after peer %d's %x", g, i, b, i-1, a)
+			}
+		}
+	}
 }

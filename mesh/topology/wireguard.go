@@ -2,8 +2,8 @@ package topology
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"time"
@@ -65,17 +65,35 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 			refs = append(refs, ref{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
 		}
 	}
-	slices.SortFunc(refs, func(a, b ref) int {
-		if a.head != b.head {
-			return cmp.Compare(a.head, b.head)
+	// Sorted as single numbers, which a merge of runs sorts without a
+	// call per comparison: the top bits of each head, the index in refs
+	// in the bits below. Refs whose heads agree in those top bits (rare:
+	// keys are random) are then ordered by their whole keys.
+	shift := bits.Len(uint(len(refs)))
+	index := uint64(1)<<shift - 1
+	order := make([]uint64, len(refs))
+	for i, r := range refs {
+		order[i] = r.head&^index | uint64(i)
+	}
+	sortRuns(order)
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j]&^index == order[i]&^index {
+			j++
 		}
-		ka, kb := key(a), key(b)
-		return bytes.Compare(ka[:], kb[:])
-	})
+		if j-i > 1 {
+			slices.SortFunc(order[i:j], func(a, b uint64) int {
+				ka, kb := key(refs[a&index]), key(refs[b&index])
+				return bytes.Compare(ka[:], kb[:])
+			})
+		}
+		i = j
+	}
 	if len(refs) > 0 {
 		c.Peers = make([]wgconf.Peer, 0, len(refs))
 	}
-	for _, r := range refs {
+	for _, o := range order {
+		r := refs[o&index]
 		if r.seg < 0 {
 			p := t.Peers[r.peer]
 			c.Peers = append(c.Peers, peerPeer(p, max(keepalive, p.PersistentKeepalive), shared(p.AllowedIPs)))
