@@ -68,15 +68,19 @@ func (t *Topology) buildSegments(members []*member) {
 		return
 	}
 	// A segment per group, by name then key (a location before a node
-	// of the same name).
-	groups := slices.Clone(t.groups)
-	slices.SortFunc(groups, func(a, b group) int {
-		x, y := a.key(), b.key()
-		if x.name != y.name {
-			return strings.Compare(x.name, y.name)
-		}
-		return boolFirst(!x.node, !y.node)
-	})
+	// of the same name). The groups are sorted by key, locations first:
+	// when all of them are locations, as usual, that is the same order.
+	groups := t.groups
+	if slices.ContainsFunc(groups, func(g group) bool { return g.key().node }) {
+		groups = slices.Clone(t.groups)
+		slices.SortFunc(groups, func(a, b group) int {
+			x, y := a.key(), b.key()
+			if x.name != y.name {
+				return strings.Compare(x.name, y.name)
+			}
+			return boolFirst(!x.node, !y.node)
+		})
+	}
 	if len(groups) > 0 {
 		t.Segments = make([]Segment, 0, len(groups))
 	}

@@ -13,12 +13,24 @@ import (
 // the ranges claimed so far, claims the ranges of the accepted ones, and
 // returns them normalized and sorted by name.
 func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps *problems) []Peer {
-	names := make([]string, len(peers)) // sorted, to count the peers of each name
-	for i := range peers {
-		names[i] = peers[i].Name
+	// count returns how many peers are named name: a scan while they are
+	// few, a search in their sorted names otherwise.
+	var names []string
+	if len(peers) > 16 {
+		names = make([]string, len(peers))
+		for i := range peers {
+			names[i] = peers[i].Name
+		}
+		slices.Sort(names)
 	}
-	slices.Sort(names)
 	count := func(name string) int {
+		if names == nil {
+			n := 0
+			for i := range peers {
+				n += b2i(peers[i].Name == name)
+			}
+			return n
+		}
 		i, _ := slices.BinarySearch(names, name)
 		j := i
 		for j < len(names) && names[j] == name {

@@ -80,6 +80,13 @@ func TestPeerRules(t *testing.T) {
 		accepted: manyPeerNames(20),
 		problems: map[string][]string{"z": {CodeDuplicateKey, `peer "p-03"`}},
 	}, {
+		// More peers than acceptPeers scans for a name: it searches their
+		// sorted names.
+		name:     "two peers with one name among many are both left out",
+		peers:    append(manyPeers(20), Peer{Name: "p-05", Created: day(30), PublicKey: testKey("other"), AllowedIPs: pfxs("10.5.101.1/32")}),
+		accepted: slices.DeleteFunc(manyPeerNames(20), func(n string) bool { return n == "p-05" }),
+		problems: map[string][]string{"p-05": {CodeDuplicateName}},
+	}, {
 		name:     "two peers with one name are both left out",
 		peers:    []Peer{peer("p", day(1), "10.5.100.1/32"), peer("p", day(2), "10.5.100.2/32")},
 		problems: map[string][]string{"p": {CodeDuplicateName}},
