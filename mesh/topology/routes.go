@@ -162,10 +162,12 @@ func (p *plan) collect() {
 func (p *plan) sorted() bool {
 	// One array holds everything: the other routes are collected in the
 	// room newPlan counted for them at its end, and the merge writes the
-	// result from its front. The routes to node ranges are at most start,
-	// so the front never reaches an other route before it is merged.
-	buf := make([]Route, p.size)
-	start := p.size - p.others
+	// result from its front. The routes to node ranges are at most start
+	// (checked below: newPlan's counts are bounds, not exact when ranges
+	// coincide), so the front never reaches an other route before it is
+	// merged.
+	buf := make([]Route, max(p.size, p.others))
+	start := len(buf) - p.others
 	p.routes = buf[start:start]
 	p.routeOwnWireGuardIP()
 	for i := range p.t.Segments {
