@@ -237,32 +237,51 @@ func RSSBytes(pid int) (int64, error) {
 
 // ChildPID returns the PID of the child of parent whose executable is
 // named name (such as the kube-apiserver and etcd that envtest started).
+// When several match (a previous round's, or a failed start's, still
+// exiting), it returns the one started last; zombies do not count.
 func ChildPID(parent int, name string) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
 	}
+	var stats []string
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
-			continue
-		}
-		if comm := s[open+1 : end]; comm == name || strings.HasPrefix(name, comm) && len(comm) == 15 {
-			return pid, nil
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			stats = append(stats, string(b))
 		}
 	}
+	if pid, ok := newestChild(stats, parent, name); ok {
+		return pid, nil
+	}
 	return 0, fmt.Errorf("no child %q of process %d", name, parent)
+}
+
+// newestChild picks, among /proc/PID/stat lines, the live child of parent
+// named name (the kernel cuts comm to 15 bytes) started last.
+func newestChild(stats []string, parent int, name string) (pid int, ok bool) {
+	var newest uint64
+	for _, s := range stats {
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 1 || end < open {
+			continue
+		}
+		// After the comm: state (1), ppid (2), ..., starttime (20).
+		f := strings.Fields(s[end+1:])
+		if len(f) < 20 || f[0] == "Z" || f[1] != strconv.Itoa(parent) {
+			continue
+		}
+		if comm := s[open+1 : end]; comm != name && !(strings.HasPrefix(name, comm) && len(comm) == 15) {
+			continue
+		}
+		p, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
+		start, err2 := strconv.ParseUint(f[19], 10, 64)
+		if err1 != nil || err2 != nil || ok && start < newest {
+			continue
+		}
+		pid, newest, ok = p, start, true
+	}
+	return pid, ok
 }

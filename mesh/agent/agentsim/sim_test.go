@@ -2,6 +2,7 @@ package agentsim
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -339,4 +340,28 @@ func createMixedCluster(ctx context.Context, tb testing.TB, cfg *rest.Config, ku
 		tb.Fatal(err)
 	}
 	return w
+}
+
+func TestNewestChildSkipsZombiesOtherParentsAndOlderRounds(t *testing.T) {
+	stat := func(pid int, comm, state string, ppid int, start uint64) string {
+		return fmt.Sprintf("%d (%s) %s %d 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 1 1\n", pid, comm, state, ppid, start)
+	}
+	stats := []string{
+		stat(10, "kube-apiserver", "S", 1, 100),  // the previous round's, still exiting
+		stat(11, "kube-apiserver", "S", 2, 900),  // another process's child
+		stat(12, "kube-apiserver", "Z", 1, 800),  // a failed start's, exited
+		stat(13, "kube-apiserver", "S", 1, 500),  // this round's
+		stat(14, "etcd", "S", 1, 950),            // another name
+		stat(15, "kube-controller", "S", 1, 990), // comm cut to 15 bytes: kube-controller-manager
+		stat(16, "kube-controller", "S", 1, 10),  // the same, older
+	}
+	if pid, ok := newestChild(stats, 1, "kube-apiserver"); !ok || pid != 13 {
+		t.Errorf("newestChild(kube-apiserver) = %d, %v; want 13, true", pid, ok)
+	}
+	if pid, ok := newestChild(stats, 1, "kube-controller-manager"); !ok || pid != 15 {
+		t.Errorf("newestChild(kube-controller-manager) = %d, %v; want 15, true", pid, ok)
+	}
+	if _, ok := newestChild(stats, 3, "etcd"); ok {
+		t.Error("newestChild found a child of a process without children")
+	}
 }

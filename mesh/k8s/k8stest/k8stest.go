@@ -79,6 +79,10 @@ func building(dir string) bool {
 	return len(m) > 0
 }
 
+// startTimeout is how long Start waits for etcd and for kube-apiserver to
+// become healthy, each try.
+const startTimeout = 90 * time.Second
+
 // Option changes what Start installs.
 type Option func(*envtest.Environment)
 
@@ -113,6 +117,12 @@ func Start(t testing.TB, opts ...Option) *Env {
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{CRDDir()},
 		ErrorIfCRDPathMissing: true,
+	}
+	// envtest gives each of etcd and kube-apiserver 20 s to become healthy,
+	// and tries 5 times; on this 2-core machine, under a lab and a
+	// benchmark, the API server took longer in all 5 (BenchmarkAPILoad).
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = startTimeout
 	}
 	for _, o := range opts {
 		o(env)
