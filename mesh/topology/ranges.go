@@ -20,10 +20,9 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 		}
 		n[claimPod] += len(m.PodCIDRs)
 		n[claimInternal] += b2i(m.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid())
-		// At most one for the external IP and one for the endpoint
-		// (endpointClaims leaves out those that are internal IPs): the
-		// room needs no exact count.
-		n[claimEndpoint] += b2i(m.ExternalIP.IsValid()) + b2i(m.Endpoint != nil)
+		for _, a := range m.endpointClaims() {
+			n[claimEndpoint] += b2i(a.IsValid())
+		}
 	}
 	var b disjointBuilder
 	b.grow(n)
