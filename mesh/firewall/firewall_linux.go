@@ -43,7 +43,12 @@ func New(opts Options) (Firewall, error) {
 					ErrUnavailable, cmd, table, err)
 			}
 		}
-		fw.families = append(fw.families, family{fam: fam, ipt: ipt})
+		restore := findRestore(cmd)
+		if restore == "" {
+			log.Warn("firewall: "+cmd+"-restore not found; long chains are written one rule at a time",
+				"family", fmt.Sprintf("ip%d", fam))
+		}
+		fw.families = append(fw.families, family{fam: fam, ipt: ipt, restore: restore})
 	}
 	return fw, nil
 }
@@ -51,14 +56,20 @@ func New(opts Options) (Firewall, error) {
 type family struct {
 	fam Family
 	ipt *iptables.IPTables
+	// restore is the iptables-restore command of ipt's backend, or ""
+	// when there is none: chains are then edited rule by rule.
+	restore string
 }
 
 type iptablesFirewall struct {
 	mu       sync.Mutex
 	log      *slog.Logger
 	families []family
-	// edits counts rule, chain and jump changes, for tests.
+	// edits counts rule, chain and jump changes (a chain written whole is
+	// one), for tests.
 	edits int
+	// restores counts chains written whole, for tests.
+	restores int
 }
 
 func (fw *iptablesFirewall) Set(ctx context.Context, rules Rules) error {
@@ -80,7 +91,7 @@ func (fw *iptablesFirewall) Set(ctx context.Context, rules Rules) error {
 			return err
 		}
 		for _, c := range chains {
-			if err := fw.syncChain(f, c); err != nil {
+			if err := fw.syncChain(ctx, f, c); err != nil {
 				errs = append(errs, fmt.Errorf("ip%d %s %s: %w", f.fam, c.Table, c.Name, err))
 			}
 		}
@@ -88,43 +99,48 @@ func (fw *iptablesFirewall) Set(ctx context.Context, rules Rules) error {
 	return errors.Join(errs...)
 }
 
-// syncChain creates c if needed, edits its rules into place and makes sure
-// the jump to it exists.
-func (fw *iptablesFirewall) syncChain(f family, c Chain) error {
+// syncChain brings c's rules into place, by edits when planChain gives a
+// few, else (or when c is new) by writing the chain whole in one
+// iptables-restore, and makes sure the jump to it exists.
+func (fw *iptablesFirewall) syncChain(ctx context.Context, f family, c Chain) error {
 	ok, err := f.ipt.ChainExists(c.Table, c.Name)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		if err := f.ipt.NewChain(c.Table, c.Name); err != nil {
-			return err
-		}
-		fw.changed(f, "chain created", c.Name)
-	}
-	listed, err := f.ipt.List(c.Table, c.Name)
-	if err != nil {
-		return err
-	}
-	var current []string
-	for _, l := range listed {
-		if strings.HasPrefix(l, "-A ") {
-			current = append(current, canonicalLine(l))
-		}
-	}
-	byLine := make(map[string][]string, len(c.Rules))
-	for i, l := range c.Lines() {
-		byLine[l] = c.Rules[i]
-	}
-	for _, o := range planChain(current, c.Lines()) {
-		if o.insert {
-			err = f.ipt.Insert(c.Table, c.Name, o.pos, byLine[o.line]...)
-		} else {
-			err = f.ipt.Delete(c.Table, c.Name, strconv.Itoa(o.pos))
-		}
+	var ops []op
+	if ok {
+		listed, err := f.ipt.List(c.Table, c.Name)
 		if err != nil {
 			return err
 		}
-		fw.changed(f, map[bool]string{true: "rule inserted", false: "rule deleted"}[o.insert], o.line)
+		var current []string
+		for _, l := range listed {
+			if strings.HasPrefix(l, "-A ") {
+				current = append(current, canonicalLine(l))
+			}
+		}
+		ops = planChain(current, c.Lines())
+	}
+	switch {
+	case f.restore != "" && (!ok || len(ops) > restoreAbove):
+		if err := restoreChain(ctx, f, c); err != nil {
+			return err
+		}
+		fw.restores++
+		fw.edits++
+		fw.log.Info("firewall chain written", "family", fmt.Sprintf("ip%d", f.fam), "table", c.Table,
+			"chain", c.Name, "rules", len(c.Rules))
+	default:
+		if !ok {
+			if err := f.ipt.NewChain(c.Table, c.Name); err != nil {
+				return err
+			}
+			fw.changed(f, "chain created", c.Name)
+			ops = planChain(nil, c.Lines())
+		}
+		if err := fw.editChain(f, c, ops); err != nil {
+			return err
+		}
 	}
 	ok, err = f.ipt.Exists(c.Table, c.From, c.Jump()...)
 	if err != nil {
@@ -137,6 +153,27 @@ func (fw *iptablesFirewall) syncChain(f family, c Chain) error {
 			return err
 		}
 		fw.changed(f, "jump inserted", c.From+" -> "+c.Name)
+	}
+	return nil
+}
+
+// editChain applies ops to c one iptables run each.
+func (fw *iptablesFirewall) editChain(f family, c Chain, ops []op) error {
+	byLine := make(map[string][]string, len(c.Rules))
+	for i, l := range c.Lines() {
+		byLine[l] = c.Rules[i]
+	}
+	for _, o := range ops {
+		var err error
+		if o.insert {
+			err = f.ipt.Insert(c.Table, c.Name, o.pos, byLine[o.line]...)
+		} else {
+			err = f.ipt.Delete(c.Table, c.Name, strconv.Itoa(o.pos))
+		}
+		if err != nil {
+			return err
+		}
+		fw.changed(f, map[bool]string{true: "rule inserted", false: "rule deleted"}[o.insert], o.line)
 	}
 	return nil
 }
