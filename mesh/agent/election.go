@@ -236,7 +236,7 @@ type election struct {
 	tunnelFailed  bool // the check of this lead failed
 	tunnelRound   int
 	lastTunnel    time.Time
-	tunnelSilent  []string // the locations probed since the last answer
+	tunnelProbed  []string // the locations probed in the last round
 	tunnelsBroken bool     // failed when this node last led, no answer since
 	tunnels       tunnelProbes
 }
@@ -466,8 +466,10 @@ func formerLast(standbys []string, former string) []string {
 
 // checkTunnels runs a round of the check through the tunnels once per
 // probe interval while this node holds lead l of a location with cands
-// candidates, and reports whether it failed during this lead. A node alone
-// in its location has nobody to hand the lead to, and checks nothing.
+// candidates, and reports whether it failed during this lead: the
+// locations that answered during this lead went silent (tunnelCheck). A
+// node alone in its location has nobody to hand the lead to, and checks
+// nothing.
 func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands int, now time.Time) bool {
 	a := e.a
 	p := a.cfg.TunnelProbe
@@ -477,7 +479,7 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 	}
 	lead := k8s.Leads{Term: l.Term, Location: e.loc}.String()
 	if lead != e.tunnelLead {
-		e.tunnelLead, e.tunnelCheck, e.tunnelFailed, e.tunnelRound, e.tunnelSilent = lead, tunnelCheck{}, false, 0, nil
+		e.tunnelLead, e.tunnelCheck, e.tunnelFailed, e.tunnelRound, e.tunnelProbed = lead, tunnelCheck{}, false, 0, nil
 		e.lastTunnel = time.Time{}
 		e.tunnels.reset()
 	}
@@ -485,14 +487,15 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 		return e.tunnelFailed
 	}
 	e.lastTunnel = now
-	targets, n := tunnelTargetsOf(a.Topology(), a.cfg.Hostname, e.tunnelRound)
-	e.tunnelRound++
+	own, others := otherLeaders(a.Topology(), a.cfg.Hostname)
+	names := make([]string, len(others))
+	for i, t := range others {
+		names[i] = t.Location
+	}
 	answered := e.tunnels.take()
-	need := tunnelRoundsNeeded(n, a.cfg.ProbeFailures)
-	e.tunnelCheck, e.tunnelFailed = e.tunnelCheck.next(answered, need)
+	e.tunnelCheck, e.tunnelFailed = e.tunnelCheck.next(e.tunnelProbed, answered, names, a.cfg.ProbeFailures)
 	switch {
-	case answered:
-		e.tunnelSilent = e.tunnelSilent[:0]
+	case len(answered) > 0:
 		if e.tunnelsBroken {
 			e.tunnelsBroken = false
 			a.setTunnelErr(nil)
@@ -500,15 +503,16 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 		}
 	case e.tunnelFailed && !e.tunnelsBroken:
 		e.tunnelsBroken = true
-		err := fmt.Errorf("no tunnel answers: the leaders of %s did not answer through %s for %d rounds of %s",
-			strings.Join(e.tunnelSilent, ", "), a.cfg.Topology.Links.WireGuard, need, a.cfg.ProbeInterval)
+		err := fmt.Errorf("no tunnel answers: the leaders of %s, which answered during this lead, stopped answering through %s for %d rounds of %s",
+			strings.Join(e.tunnelCheck.Stopped, ", "), a.cfg.Topology.Links.WireGuard, e.tunnelCheck.Silent, a.cfg.ProbeInterval)
 		a.setTunnelErr(err)
 		a.log.Warn("giving up the lead: its tunnels carry nothing", "err", err)
 	}
+	targets := chooseTunnelTargets(own, others, e.tunnelCheck.Heard, e.tunnelRound)
+	e.tunnelRound++
+	e.tunnelProbed = e.tunnelProbed[:0]
 	for _, t := range targets {
-		if !slices.Contains(e.tunnelSilent, t.Location) {
-			e.tunnelSilent = append(e.tunnelSilent, t.Location)
-		}
+		e.tunnelProbed = append(e.tunnelProbed, t.Location)
 	}
 	e.tunnels.launch(ctx, p, targets)
 	return e.tunnelFailed

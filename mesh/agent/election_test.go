@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -515,7 +516,7 @@ func TestElectionNodeWhoseTunnelsFailedStillTakesALeadNobodyElseTakes(t *testing
 	nodes := tunnelNodes()
 	r := newElectionRig(t, "n1", nodes)
 	r.withTunnels(nodes)
-	r.setTunnels("x")
+	r.setTunnels("x", "y")
 	r.steps(3)
 	r.setTunnels()
 	r.steps(5)
@@ -562,6 +563,35 @@ func TestElectionLeaderKeepsTheLeadWhileOneLocationAnswers(t *testing.T) {
 	r.steps(50)
 	if r.holder() != "n1" {
 		t.Errorf("holder %q: a broken remote location made a healthy leader give up", r.holder())
+	}
+}
+
+func TestElectionLeaderKeepsTheLeadWhenManyOtherLocationsNeverAnswer(t *testing.T) {
+	// Ten locations whose leaders never answer (a lost DR site, a partner
+	// datacenter offline, simulated nodes): rounds that probe only them
+	// say nothing about this leader's tunnels.
+	nodes := tunnelNodes()
+	for i := range 10 {
+		loc := fmt.Sprintf("d%d", i)
+		nodes = append(nodes, topology.Node{Name: loc + "-1", Location: loc, Key: wgconf.Key{byte(20 + i)}, Ready: true,
+			InternalIP: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(20 + i), 0, 1}), 24)})
+	}
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(100)
+	if r.holder() != "n1" || r.e.a.Forwarding() != nil {
+		t.Fatalf("holder %q, forwarding %v: a healthy leader gave its lead up for locations that never answered", r.holder(), r.e.a.Forwarding())
+	}
+	// Its own tunnels break: x and y, which answered, stop.
+	r.setTunnels()
+	r.steps(DefaultProbeFailures + 1)
+	if l := r.fake.LocationLease("l"); l.Holder != "" {
+		t.Fatalf("tunnels silent for %d rounds: lease %+v, want released", DefaultProbeFailures+1, l)
+	}
+	err := r.e.a.Forwarding()
+	if err == nil || !strings.Contains(err.Error(), "no tunnel answers") || !strings.Contains(err.Error(), "x, y") || strings.Contains(err.Error(), "d0") {
+		t.Errorf("Forwarding = %v, want the locations that stopped answering named (x, y), not those that never did", err)
 	}
 }
 

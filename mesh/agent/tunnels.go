@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,14 +23,17 @@ import (
 // broken (Kilo's issue 489). While a node leads its location, it checks
 // its tunnels every probe interval: it asks the agents of the leaders of up
 // to tunnelTargets other locations for /health at their segment's WireGuard
-// IP, through its WireGuard link (Config.TunnelProbe).
+// IP, through its WireGuard link (Config.TunnelProbe). It judges its
+// tunnels only against the locations that answered during this lead: a
+// location whose leader never answered (a lost site, a partner offline)
+// says nothing about this leader's tunnels.
 const (
 	// tunnelTargets is how many other locations a leader probes per round.
 	tunnelTargets = 3
-	// soloTunnelRounds is how many silent rounds fail the tunnels when the
-	// cluster has only one other location: its own failover (2 s at most)
-	// silences it as a broken tunnel here would, and only a longer silence
-	// tells them apart.
+	// soloTunnelRounds is how many silent rounds fail the tunnels when only
+	// one other location answered during the lead: its own failover (2 s at
+	// most) silences it as a broken tunnel here would, and only a longer
+	// silence tells them apart.
 	soloTunnelRounds = 15
 	// tunnelTimeout bounds one probe through a tunnel: a WAN round trip,
 	// not a LAN one. The probes of a round are answered in the background;
@@ -50,52 +54,73 @@ type tunnelTarget struct {
 	From netip.Addr
 }
 
-// tunnelTargetsOf returns the other locations whose leaders node probes in
-// round (all of them up to tunnelTargets; else tunnelTargets taken in turn
-// from the segments sorted by name, starting after node's own so that the
-// locations spread their probes) and how many there are to probe. There are none outside location
-// granularity, where no node leads a location, and for a node that is not
-// in topo.
-func tunnelTargetsOf(topo *topology.Topology, node string, round int) ([]tunnelTarget, int) {
+// otherLeaders returns the segment name of node's own location and the
+// other locations whose leaders it can probe, sorted by name. There are none
+// outside location granularity, where no node leads a location, and for a
+// node that is not in topo.
+func otherLeaders(topo *topology.Topology, node string) (string, []tunnelTarget) {
 	if topo == nil || topo.Options().Granularity != topology.LocationGranularity {
-		return nil, 0
+		return "", nil
 	}
 	own, ok := topo.Segment(node)
 	if !ok {
-		return nil, 0
+		return "", nil
 	}
 	var all []tunnelTarget
-	start := 0
 	for i := range topo.Segments {
 		s := &topo.Segments[i]
-		if cmp.Less(s.Name, own.Name) {
-			start++
-		}
 		if s.Location == own.Location || !s.WireGuardIP.IsValid() {
 			continue
 		}
 		all = append(all, tunnelTarget{Location: s.Name, IP: s.WireGuardIP.Addr(), From: own.WireGuardIP.Addr()})
 	}
 	slices.SortFunc(all, func(a, b tunnelTarget) int { return cmp.Compare(a.Location, b.Location) })
-	// start counted the segments before node's own: its own is not in all.
-	start = min(start, len(all))
-	n := len(all)
-	if n <= tunnelTargets {
-		return all, n
+	return own.Name, all
+}
+
+// chooseTunnelTargets returns the locations of others (sorted by name)
+// probed in round by the leader of location own: first up to tunnelTargets
+// of those in heard (that answered during this lead), taken in turn when
+// there are more; then, in the slots left, the others taken in turn
+// (discovery). Both turns start after own, so that the locations spread
+// their probes.
+func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]bool, round int) []tunnelTarget {
+	var known, rest []tunnelTarget
+	for _, t := range others {
+		if heard[t.Location] {
+			known = append(known, t)
+		} else {
+			rest = append(rest, t)
+		}
 	}
 	out := make([]tunnelTarget, 0, tunnelTargets)
-	for i := range tunnelTargets {
-		out = append(out, all[(start+round*tunnelTargets+i)%n])
+	out = inTurn(out, own, known, round, tunnelTargets)
+	return inTurn(out, own, rest, round, tunnelTargets-len(out))
+}
+
+// inTurn appends to out n of ts (sorted by name) in round: all of them when
+// there are no more than n, else the n that come in turn, starting after
+// own.
+func inTurn(out []tunnelTarget, own string, ts []tunnelTarget, round, n int) []tunnelTarget {
+	if n <= 0 {
+		return out
 	}
-	return out, n
+	if len(ts) <= n {
+		return append(out, ts...)
+	}
+	start, _ := slices.BinarySearchFunc(ts, own, func(t tunnelTarget, own string) int { return cmp.Compare(t.Location, own) })
+	for i := range n {
+		out = append(out, ts[(start+round*n+i)%len(ts)])
+	}
+	return out
 }
 
 // tunnelRoundsNeeded is how many silent rounds in a row fail the tunnels of
-// a leader with the given number of other locations to probe: failures
-// (Config.ProbeFailures), soloTunnelRounds when a single one cannot be told
-// from its own failover, zero (never) when there is none.
-func tunnelRoundsNeeded(locations, failures int) int {
-	switch locations {
+// a leader that heard the given number of other locations answer during
+// its lead: failures (Config.ProbeFailures), soloTunnelRounds when a single
+// one cannot be told from its own failover, zero (never) when none did.
+func tunnelRoundsNeeded(heard, failures int) int {
+	switch heard {
 	case 0:
 		return 0
 	case 1:
@@ -106,31 +131,69 @@ func tunnelRoundsNeeded(locations, failures int) int {
 
 // tunnelCheck counts the rounds of one lead's tunnel check.
 type tunnelCheck struct {
-	// Armed says that an answer came through during this lead: a new
-	// leader whose tunnels never worked yet, or a whole WAN down, does not
-	// make the lead move from node to node.
-	Armed bool
-	// Silent is how many rounds in a row no probed location answered.
+	// Heard holds the locations that answered during this lead; the check
+	// is armed once one did: a new leader whose tunnels never worked yet,
+	// or a whole WAN down, does not make the lead move from node to node.
+	// next never writes the map it was given.
+	Heard map[string]bool
+	// Silent is how many rounds no probed location answered, since the
+	// last answer, among those that probed a location of Heard.
 	Silent int
+	// Stopped holds the locations of Heard probed in those silent rounds:
+	// the ones that stopped answering.
+	Stopped []string
 }
 
-// next returns the check after a round in which answered says whether any
-// probed location answered, and whether the tunnels count as failed: armed,
-// and silent for need rounds in a row (need 0: nothing to check, never).
-func (c tunnelCheck) next(answered bool, need int) (tunnelCheck, bool) {
-	if answered {
-		return tunnelCheck{Armed: true}, false
+// next returns the check after a round whose probes went to probed and in
+// which the locations of answered answered (late answers to earlier rounds
+// included), others being the other locations now in the cluster, and
+// whether the tunnels count as failed. A silent round counts only when it
+// probed a location that answered during this lead; the tunnels fail after
+// tunnelRoundsNeeded such rounds in a row for the locations of Heard still
+// in the cluster (never when none is).
+func (c tunnelCheck) next(probed, answered, others []string, failures int) (tunnelCheck, bool) {
+	if len(answered) > 0 {
+		heard := c.Heard
+		for _, l := range answered {
+			if heard[l] {
+				continue
+			}
+			if len(heard) == len(c.Heard) { // still c's: copy it
+				heard = make(map[string]bool, len(c.Heard)+len(answered))
+				maps.Copy(heard, c.Heard)
+			}
+			heard[l] = true
+		}
+		return tunnelCheck{Heard: heard}, false
 	}
-	c.Silent++
-	return c, need > 0 && c.Armed && c.Silent >= need
+	counts := false
+	for _, l := range probed {
+		if c.Heard[l] {
+			counts = true
+			if !slices.Contains(c.Stopped, l) {
+				c.Stopped = append(slices.Clip(c.Stopped), l)
+			}
+		}
+	}
+	if counts {
+		c.Silent++
+	}
+	still := 0
+	for _, l := range others {
+		if c.Heard[l] {
+			still++
+		}
+	}
+	need := tunnelRoundsNeeded(still, failures)
+	return c, need > 0 && c.Silent >= need
 }
 
 // tunnelProbes runs the probes of a lead's rounds in the background and
-// records whether one answered since the last round took the count.
+// records which locations answered since the last round took them.
 type tunnelProbes struct {
 	mu       sync.Mutex
-	lead     int  // bumped at each new lead: answers of an older one do not count
-	answered bool // an answer of lead came since the last take
+	lead     int             // bumped at each new lead: answers of an older one do not count
+	answered map[string]bool // the locations whose answers for lead came since the last take
 	wg       sync.WaitGroup
 }
 
@@ -139,15 +202,18 @@ func (p *tunnelProbes) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lead++
-	p.answered = false
+	clear(p.answered)
 }
 
-// take reports whether an answer came since the last take.
-func (p *tunnelProbes) take() bool {
+// take returns the locations that answered since the last take, sorted.
+func (p *tunnelProbes) take() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a := p.answered
-	p.answered = false
+	if len(p.answered) == 0 {
+		return nil
+	}
+	a := slices.Sorted(maps.Keys(p.answered))
+	clear(p.answered)
 	return a
 }
 
@@ -169,7 +235,10 @@ func (p *tunnelProbes) launch(ctx context.Context, probe func(ctx context.Contex
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if p.lead == lead {
-				p.answered = true
+				if p.answered == nil {
+					p.answered = map[string]bool{}
+				}
+				p.answered[t.Location] = true
 			}
 		}()
 	}

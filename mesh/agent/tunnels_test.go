@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"net/http"
@@ -17,46 +18,149 @@ import (
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
 )
 
-func TestTunnelCheckFailsOnlyArmedAndSilentForTheRoundsNeeded(t *testing.T) {
-	const need = 3
+// letters returns the one-letter location names of s.
+func letters(s string) []string {
+	var out []string
+	for _, r := range s {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// TestTunnelCheckIgnoresLocationsThatNeverAnswered runs the rule of the
+// tunnel check over rounds of probes: only silent rounds that probed a
+// location that answered during the lead count, and how many fail the
+// tunnels depends on how many such locations there are.
+func TestTunnelCheckIgnoresLocationsThatNeverAnswered(t *testing.T) {
+	type round struct{ probed, answered string }
+	rep := func(r round, n int) []round { return slices.Repeat([]round{r}, n) }
+	cat := func(rs ...[]round) []round { return slices.Concat(rs...) }
+	one := func(probed, answered string) []round { return []round{{probed, answered}} }
 	for _, tc := range []struct {
 		name     string
-		rounds   string // a: some probed location answered, s: none did
-		need     int
-		failedAt int // the 1-based round the tunnels count as failed in; 0 never
+		others   string // the other locations in the cluster; "abcdefgh" when empty
+		rounds   []round
+		failedAt int    // the 1-based round the tunnels count as failed in; 0 never
+		stopped  string // the locations named as stopped when failed
 	}{
-		{name: "answers keep it working", rounds: "aaaaaaaaaa", need: need},
-		{name: "a new lead whose tunnels never answered is not armed (no flapping)", rounds: "ssssssssss", need: need},
-		{name: "silent for the rounds needed once armed", rounds: "asss", need: need, failedAt: 4},
-		{name: "two silent rounds are not enough", rounds: "assass", need: need},
-		{name: "armed late, then silent", rounds: "sssssasss", need: need, failedAt: 9},
-		{name: "an answer resets the count", rounds: "assasss", need: need, failedAt: 7},
-		{name: "one other location: longer, since its own failover silences it", rounds: "a" + strings.Repeat("s", soloTunnelRounds), need: soloTunnelRounds, failedAt: 1 + soloTunnelRounds},
-		{name: "nothing to check never fails", rounds: "asssssssss", need: 0},
+		{name: "answers keep it working", rounds: rep(round{"abc", "ab"}, 20)},
+		{name: "a new lead whose tunnels never answered is not armed (no flapping, a WAN down everywhere)", rounds: rep(round{"abc", ""}, 30)},
+		{name: "silent rounds that probed only locations that never answered do not count",
+			rounds: cat(one("abc", "ab"), rep(round{"def", ""}, 30))},
+		{name: "silent rounds that probed a location that answered count",
+			rounds: cat(one("abc", "ab"), rep(round{"abd", ""}, 3)), failedAt: 4, stopped: "ab"},
+		{name: "a location that answered is enough for a silent round to count",
+			rounds: cat(one("abc", "ab"), rep(round{"bde", ""}, 3)), failedAt: 4, stopped: "b"},
+		{name: "rounds that do not count do not reset the count either",
+			rounds: cat(one("abc", "ab"), one("abd", ""), one("def", ""), one("abd", ""), one("def", ""), one("abd", "")), failedAt: 6, stopped: "ab"},
+		{name: "two silent rounds are not enough", rounds: cat(one("ab", "ab"), rep(round{"ab", ""}, 2), one("ab", "b"), rep(round{"ab", ""}, 2))},
+		{name: "an answer resets the count, late or from another location",
+			rounds: cat(one("ab", "a"), one("ab", "b"), rep(round{"ab", ""}, 2), one("ab", "c"), rep(round{"ab", ""}, 3)), failedAt: 8, stopped: "ab"},
+		{name: "armed late, then silent",
+			rounds: cat(rep(round{"abc", ""}, 5), one("abc", "bc"), rep(round{"abc", ""}, 3)), failedAt: 9, stopped: "bc"},
+		{name: "one location answered: longer, since its own failover silences it",
+			rounds: cat(one("abc", "a"), rep(round{"abc", ""}, soloTunnelRounds)), failedAt: 1 + soloTunnelRounds, stopped: "a"},
+		{name: "one location answered: the usual count is not enough",
+			rounds: cat(one("abc", "a"), rep(round{"abc", ""}, soloTunnelRounds-1))},
+		{name: "a location that answered, then left the cluster, does not count",
+			others: "acd", rounds: cat(one("abc", "ab"), rep(round{"acd", ""}, soloTunnelRounds)), failedAt: 1 + soloTunnelRounds, stopped: "a"},
+		{name: "no location that answered is left in the cluster: never",
+			others: "cd", rounds: cat(one("ab", "ab"), rep(round{"ab", ""}, 30))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			others := cmp.Or(tc.others, "abcdefgh")
 			var c tunnelCheck
-			got := 0
+			got, stopped := 0, ""
 			for i, r := range tc.rounds {
 				var failed bool
-				c, failed = c.next(r == 'a', tc.need)
+				c, failed = c.next(letters(r.probed), letters(r.answered), letters(others), DefaultProbeFailures)
 				if failed && got == 0 {
-					got = i + 1
+					got, stopped = i+1, strings.Join(slices.Sorted(slices.Values(c.Stopped)), "")
 				}
 			}
-			if got != tc.failedAt {
-				t.Errorf("rounds %s: failed in round %d, want %d (0: never)", tc.rounds, got, tc.failedAt)
+			if got != tc.failedAt || stopped != tc.stopped {
+				t.Errorf("failed in round %d naming %q, want round %d naming %q (0: never)", got, stopped, tc.failedAt, tc.stopped)
 			}
 		})
 	}
 }
 
+func TestTunnelCheckDoesNotWriteTheLocationsItWasGiven(t *testing.T) {
+	c, _ := tunnelCheck{}.next(nil, []string{"a"}, []string{"a", "b"}, 3)
+	c2, _ := c.next(nil, []string{"b"}, []string{"a", "b"}, 3)
+	if len(c.Heard) != 1 || len(c2.Heard) != 2 {
+		t.Errorf("heard %v then %v, want [a] then [a b]: next wrote its receiver's map", c.Heard, c2.Heard)
+	}
+}
+
 func TestTunnelRoundsNeededGrowWhenOneLocationCannotBeToldFromItsOwnFailover(t *testing.T) {
-	for _, tc := range []struct{ locations, want int }{{0, 0}, {1, soloTunnelRounds}, {2, 3}, {9, 3}} {
-		if got := tunnelRoundsNeeded(tc.locations, 3); got != tc.want {
-			t.Errorf("tunnelRoundsNeeded(%d locations) = %d, want %d", tc.locations, got, tc.want)
+	for _, tc := range []struct{ heard, want int }{{0, 0}, {1, soloTunnelRounds}, {2, 3}, {9, 3}} {
+		if got := tunnelRoundsNeeded(tc.heard, 3); got != tc.want {
+			t.Errorf("tunnelRoundsNeeded(%d locations heard) = %d, want %d", tc.heard, got, tc.want)
 		}
 	}
+}
+
+// TestTunnelTargetsPreferLocationsThatAnsweredThenDiscoverTheOthersInTurn
+// chooses the targets of rounds of the leader of l0 (l3 where said) among
+// l0..l5.
+func TestTunnelTargetsPreferLocationsThatAnsweredThenDiscoverTheOthersInTurn(t *testing.T) {
+	all := []string{"l0", "l1", "l2", "l3", "l4", "l5"}
+	for _, tc := range []struct {
+		name  string
+		own   string // l0 when empty
+		heard []string
+		want  [][]string // the targets of rounds 0, 1, ...
+	}{
+		{name: "none answered yet: all in turn, starting after its own",
+			want: [][]string{{"l1", "l2", "l3"}, {"l4", "l5", "l1"}, {"l2", "l3", "l4"}}},
+		{name: "each location starts after its own, so that they spread their probes", own: "l3",
+			want: [][]string{{"l4", "l5", "l0"}, {"l1", "l2", "l4"}}},
+		{name: "one answered: probed every round, the others in turn in the slots left", heard: []string{"l4"},
+			want: [][]string{{"l4", "l1", "l2"}, {"l4", "l3", "l5"}, {"l4", "l1", "l2"}}},
+		{name: "two answered: both every round, one slot left to discover", heard: []string{"l2", "l5"},
+			want: [][]string{{"l2", "l5", "l1"}, {"l2", "l5", "l3"}, {"l2", "l5", "l4"}, {"l2", "l5", "l1"}}},
+		{name: "three answered: only them", heard: []string{"l1", "l3", "l5"},
+			want: [][]string{{"l1", "l3", "l5"}, {"l1", "l3", "l5"}}},
+		{name: "more answered than slots: they take turns", heard: []string{"l1", "l2", "l3", "l5"},
+			want: [][]string{{"l1", "l2", "l3"}, {"l5", "l1", "l2"}, {"l3", "l5", "l1"}}},
+		{name: "a location that answered and left the cluster is not probed", heard: []string{"gone"},
+			want: [][]string{{"l1", "l2", "l3"}, {"l4", "l5", "l1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			own := cmp.Or(tc.own, "l0")
+			var others []tunnelTarget
+			for _, l := range all {
+				if l != own {
+					others = append(others, tunnelTarget{Location: l})
+				}
+			}
+			heard := map[string]bool{}
+			for _, l := range tc.heard {
+				heard[l] = true
+			}
+			for round, want := range tc.want {
+				if got := locations(chooseTunnelTargets(own, others, heard, round)); !slices.Equal(got, want) {
+					t.Errorf("round %d: %v, want %v", round, got, want)
+				}
+			}
+		})
+	}
+	two := []tunnelTarget{{Location: "l1"}, {Location: "l2"}}
+	if got := locations(chooseTunnelTargets("l0", two, nil, 7)); !slices.Equal(got, []string{"l1", "l2"}) {
+		t.Errorf("2 other locations: %v, want both", got)
+	}
+	if got := chooseTunnelTargets("l0", nil, nil, 0); len(got) != 0 {
+		t.Errorf("no other location: %v, want nothing to probe", locations(got))
+	}
+}
+
+func locations(ts []tunnelTarget) []string {
+	var out []string
+	for _, x := range ts {
+		out = append(out, x.Location)
+	}
+	return out
 }
 
 // tunnelTopology returns a location-granularity topology of one node per
@@ -81,43 +185,27 @@ func tunnelTopology(t *testing.T, n int, opts topology.Options) *topology.Topolo
 	return topo
 }
 
-func TestTunnelTargetsAreOtherLocationsTakenInTurn(t *testing.T) {
-	names := func(ts []tunnelTarget) []string {
-		var out []string
-		for _, x := range ts {
-			out = append(out, x.Location)
-		}
-		return out
-	}
+func TestOtherLeadersAreTheOtherLocationsAtTheirWireGuardIPs(t *testing.T) {
 	topo := tunnelTopology(t, 6, topology.Options{})
-	got, n := tunnelTargetsOf(topo, "l0-a", 0)
-	if n != 5 || !slices.Equal(names(got), []string{"l1", "l2", "l3"}) {
-		t.Errorf("round 0 of l0: %v of %d locations, want [l1 l2 l3] of 5", names(got), n)
+	own, got := otherLeaders(topo, "l0-b")
+	if own != "l0" || !slices.Equal(locations(got), []string{"l1", "l2", "l3", "l4", "l5"}) {
+		t.Errorf("otherLeaders of l0-b: %s, %v; want l0, [l1 ... l5] (not its own location), sorted", own, locations(got))
 	}
+	self, _ := topo.Segment("l0-a")
 	for _, x := range got {
 		s, _ := topo.Segment(x.Location + "-a")
-		if x.IP != s.WireGuardIP.Addr() {
-			t.Errorf("target %s at %s, want its segment's WireGuard IP %s", x.Location, x.IP, s.WireGuardIP.Addr())
+		if x.IP != s.WireGuardIP.Addr() || x.From != self.WireGuardIP.Addr() {
+			t.Errorf("target %s at %s from %s, want its segment's WireGuard IP %s from its own %s", x.Location, x.IP, x.From, s.WireGuardIP.Addr(), self.WireGuardIP.Addr())
 		}
 	}
-	if got, _ := tunnelTargetsOf(topo, "l0-a", 1); !slices.Equal(names(got), []string{"l4", "l5", "l1"}) {
-		t.Errorf("round 1 of l0: %v, want [l4 l5 l1] (the next ones in turn)", names(got))
+	if _, got := otherLeaders(tunnelTopology(t, 1, topology.Options{}), "l0-a"); len(got) != 0 {
+		t.Errorf("a location alone in its cluster: %v, want nothing to check", locations(got))
 	}
-	// Each location starts after its own, so that they spread their probes.
-	if got, _ := tunnelTargetsOf(topo, "l3-a", 0); !slices.Equal(names(got), []string{"l4", "l5", "l0"}) {
-		t.Errorf("round 0 of l3: %v, want [l4 l5 l0]", names(got))
+	if _, got := otherLeaders(tunnelTopology(t, 3, topology.Options{Granularity: topology.FullGranularity}), "l0-a"); len(got) != 0 {
+		t.Errorf("full granularity (no location leads): %v, want nothing to check", locations(got))
 	}
-	if got, n := tunnelTargetsOf(tunnelTopology(t, 3, topology.Options{}), "l0-a", 7); n != 2 || !slices.Equal(names(got), []string{"l1", "l2"}) {
-		t.Errorf("3 locations: %v of %d, want both others", names(got), n)
-	}
-	if got, n := tunnelTargetsOf(tunnelTopology(t, 1, topology.Options{}), "l0-a", 0); n != 0 || len(got) != 0 {
-		t.Errorf("a location alone in its cluster: %v of %d, want nothing to check", names(got), n)
-	}
-	if got, n := tunnelTargetsOf(tunnelTopology(t, 3, topology.Options{Granularity: topology.FullGranularity}), "l0-a", 0); n != 0 || len(got) != 0 {
-		t.Errorf("full granularity (no location leads): %v of %d, want nothing to check", names(got), n)
-	}
-	if got, n := tunnelTargetsOf(topo, "nobody", 0); n != 0 || len(got) != 0 {
-		t.Errorf("a node not in the topology: %v of %d, want nothing", names(got), n)
+	if _, got := otherLeaders(topo, "nobody"); len(got) != 0 {
+		t.Errorf("a node not in the topology: %v, want nothing", locations(got))
 	}
 }
 
