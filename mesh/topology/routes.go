@@ -48,12 +48,16 @@ func (t *Topology) plan(node string) plan {
 	if !ok {
 		return plan{}
 	}
-	if t.nodeRanges != nil {
-		if p := t.newPlan(m); p.sorted() {
+	p := t.newPlan(m)
+	// The merge pays when the other routes are few; in FullGranularity
+	// (a WireGuard IP per node) or in one large location (the mates' pod
+	// CIDRs) sorting them costs about what sorting all the routes does.
+	if t.nodeRanges != nil && 4*p.others <= p.size {
+		if p.sorted() {
 			return p
 		}
+		p = t.newPlan(m)
 	}
-	p := t.newPlan(m)
 	p.collect()
 	p.routes = sortRoutes(p.routes)
 	p.finish()
