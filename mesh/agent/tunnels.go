@@ -84,10 +84,10 @@ func otherLeaders(topo *topology.Topology, node string) (string, []tunnelTarget)
 // there are more; then, in the slots left, the others taken in turn
 // (discovery). Both turns start after own, so that the locations spread
 // their probes.
-func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]bool, round int) []tunnelTarget {
+func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]int, round int) []tunnelTarget {
 	var known, rest []tunnelTarget
 	for _, t := range others {
-		if heard[t.Location] {
+		if _, ok := heard[t.Location]; ok {
 			known = append(known, t)
 		} else {
 			rest = append(rest, t)
@@ -131,11 +131,15 @@ func tunnelRoundsNeeded(heard, failures int) int {
 
 // tunnelCheck counts the rounds of one lead's tunnel check.
 type tunnelCheck struct {
-	// Heard holds the locations that answered during this lead; the check
-	// is armed once one did: a new leader whose tunnels never worked yet,
-	// or a whole WAN down, does not make the lead move from node to node.
-	// next never writes the map it was given.
-	Heard map[string]bool
+	// Heard holds the locations that answered during this lead, with the
+	// round each last answered in; the check is armed once one did: a new
+	// leader whose tunnels never worked yet, or a whole WAN down, does not
+	// make the lead move from node to node. next never writes the map it
+	// was given.
+	Heard map[string]int
+	// Round is how many rounds this lead has had; LastAnswer the last one
+	// in which any location answered.
+	Round, LastAnswer int
 	// Silent is how many rounds no probed location answered, since the
 	// last answer, among those that probed a location of Heard.
 	Silent int
@@ -150,25 +154,23 @@ type tunnelCheck struct {
 // whether the tunnels count as failed. A silent round counts only when it
 // probed a location that answered during this lead; the tunnels fail after
 // tunnelRoundsNeeded such rounds in a row for the locations of Heard still
-// in the cluster (never when none is).
+// in the cluster that answered lately: within soloTunnelRounds before the
+// last answer (a location lost for good counts no more: the one left then
+// has its unhurried count, since its own failover silences it too). Never
+// when none did.
 func (c tunnelCheck) next(probed, answered, others []string, failures int) (tunnelCheck, bool) {
+	c.Round++
 	if len(answered) > 0 {
-		heard := c.Heard
+		heard := make(map[string]int, len(c.Heard)+len(answered))
+		maps.Copy(heard, c.Heard)
 		for _, l := range answered {
-			if heard[l] {
-				continue
-			}
-			if len(heard) == len(c.Heard) { // still c's: copy it
-				heard = make(map[string]bool, len(c.Heard)+len(answered))
-				maps.Copy(heard, c.Heard)
-			}
-			heard[l] = true
+			heard[l] = c.Round
 		}
-		return tunnelCheck{Heard: heard}, false
+		return tunnelCheck{Heard: heard, Round: c.Round, LastAnswer: c.Round}, false
 	}
 	counts := false
 	for _, l := range probed {
-		if c.Heard[l] {
+		if _, ok := c.Heard[l]; ok {
 			counts = true
 			if !slices.Contains(c.Stopped, l) {
 				c.Stopped = append(slices.Clip(c.Stopped), l)
@@ -180,7 +182,7 @@ func (c tunnelCheck) next(probed, answered, others []string, failures int) (tunn
 	}
 	still := 0
 	for _, l := range others {
-		if c.Heard[l] {
+		if r, ok := c.Heard[l]; ok && c.LastAnswer-r < soloTunnelRounds {
 			still++
 		}
 	}

@@ -64,6 +64,12 @@ func TestTunnelCheckIgnoresLocationsThatNeverAnswered(t *testing.T) {
 			rounds: cat(one("abc", "a"), rep(round{"abc", ""}, soloTunnelRounds-1))},
 		{name: "a location that answered, then left the cluster, does not count",
 			others: "acd", rounds: cat(one("abc", "ab"), rep(round{"acd", ""}, soloTunnelRounds)), failedAt: 1 + soloTunnelRounds, stopped: "a"},
+		{name: "a location that stopped answering for good counts no more: the one left fails over unhurried",
+			rounds: cat(one("ab", "ab"), rep(round{"ab", "a"}, soloTunnelRounds+1), rep(round{"ab", ""}, soloTunnelRounds-1))},
+		{name: "a location that stopped answering for good counts no more: the one left silent long enough fails",
+			rounds: cat(one("ab", "ab"), rep(round{"ab", "a"}, soloTunnelRounds+1), rep(round{"ab", ""}, soloTunnelRounds)), failedAt: 2*soloTunnelRounds + 2, stopped: "ab"},
+		{name: "two locations that answered lately: the usual count",
+			rounds: cat(one("ab", "ab"), rep(round{"ab", "a"}, soloTunnelRounds-1), rep(round{"ab", ""}, 3)), failedAt: soloTunnelRounds + 3, stopped: "ab"},
 		{name: "no location that answered is left in the cluster: never",
 			others: "cd", rounds: cat(one("ab", "ab"), rep(round{"ab", ""}, 30))},
 	} {
@@ -135,9 +141,9 @@ func TestTunnelTargetsPreferLocationsThatAnsweredThenDiscoverTheOthersInTurn(t *
 					others = append(others, tunnelTarget{Location: l})
 				}
 			}
-			heard := map[string]bool{}
+			heard := map[string]int{}
 			for _, l := range tc.heard {
-				heard[l] = true
+				heard[l] = 1
 			}
 			for round, want := range tc.want {
 				if got := locations(chooseTunnelTargets(own, others, heard, round)); !slices.Equal(got, want) {
