@@ -82,7 +82,8 @@ func (fw *iptablesFirewall) Set(ctx context.Context, rules Rules) error {
 		return fmt.Errorf("%w: IPv6 ranges given but IPv6 is disabled", ErrInvalid)
 	}
 	var errs []error
-	for _, f := range fw.families {
+	for i := range fw.families {
+		f := &fw.families[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -101,8 +102,9 @@ func (fw *iptablesFirewall) Set(ctx context.Context, rules Rules) error {
 
 // syncChain brings c's rules into place, by edits when planChain gives a
 // few, else (or when c is new) by writing the chain whole in one
-// iptables-restore, and makes sure the jump to it exists.
-func (fw *iptablesFirewall) syncChain(ctx context.Context, f family, c Chain) error {
+// iptables-restore (when that fails, by edits, and by edits only from then
+// on), and makes sure the jump to it exists.
+func (fw *iptablesFirewall) syncChain(ctx context.Context, f *family, c Chain) error {
 	ok, err := f.ipt.ChainExists(c.Table, c.Name)
 	if err != nil {
 		return err
@@ -121,24 +123,35 @@ func (fw *iptablesFirewall) syncChain(ctx context.Context, f family, c Chain) er
 		}
 		ops = planChain(current, c.Lines())
 	}
-	switch {
-	case f.restore != "" && (!ok || len(ops) > restoreAbove):
-		if err := restoreChain(ctx, f, c); err != nil {
+	written := false
+	if f.restore != "" && (!ok || len(ops) > restoreAbove) {
+		err := restoreChain(ctx, *f, c)
+		switch {
+		case err == nil:
+			written = true
+			fw.restores++
+			fw.edits++
+			fw.log.Info("firewall chain written", "family", fmt.Sprintf("ip%d", f.fam), "table", c.Table,
+				"chain", c.Name, "rules", len(c.Rules))
+		case ctx.Err() != nil:
 			return err
+		default:
+			// A restore applies all or nothing: the chain is as it was,
+			// and the edits below bring it into place.
+			fw.log.Warn("firewall: writing a chain whole failed; chains are edited rule by rule from now on",
+				"family", fmt.Sprintf("ip%d", f.fam), "table", c.Table, "chain", c.Name, "err", err)
+			f.restore = ""
 		}
-		fw.restores++
-		fw.edits++
-		fw.log.Info("firewall chain written", "family", fmt.Sprintf("ip%d", f.fam), "table", c.Table,
-			"chain", c.Name, "rules", len(c.Rules))
-	default:
+	}
+	if !written {
 		if !ok {
 			if err := f.ipt.NewChain(c.Table, c.Name); err != nil {
 				return err
 			}
-			fw.changed(f, "chain created", c.Name)
+			fw.changed(*f, "chain created", c.Name)
 			ops = planChain(nil, c.Lines())
 		}
-		if err := fw.editChain(f, c, ops); err != nil {
+		if err := fw.editChain(*f, c, ops); err != nil {
 			return err
 		}
 	}
@@ -152,7 +165,7 @@ func (fw *iptablesFirewall) syncChain(ctx context.Context, f family, c Chain) er
 		if err := f.ipt.Insert(c.Table, c.From, 1, c.Jump()...); err != nil {
 			return err
 		}
-		fw.changed(f, "jump inserted", c.From+" -> "+c.Name)
+		fw.changed(*f, "jump inserted", c.From+" -> "+c.Name)
 	}
 	return nil
 }

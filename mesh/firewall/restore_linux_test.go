@@ -234,6 +234,29 @@ func TestPrivilegedMissingRestoreFallsBackToEditsAndSaysSoOnce(t *testing.T) {
 	}
 }
 
+func TestPrivilegedFailingRestoreFallsBackToEditsAndSaysSoOnce(t *testing.T) {
+	var logs lockedBuffer
+	ns, fw := newNSFirewall(t, slog.New(slog.NewTextHandler(&logs, nil)))
+	if fw.families[0].restore == "" {
+		t.Skip("no iptables-restore")
+	}
+	// A restore command that fails (an old one without -w, another
+	// backend's, a lock held too long) must not leave the mesh without its
+	// firewall.
+	fw.families[0].restore = "/bin/false"
+	rules := meshRules(40)
+	for range 2 {
+		linktest.Run(t, ns, func() error { return fw.Set(context.Background(), rules) })
+	}
+	checkChains(t, ns, rules)
+	if fw.restores != 0 {
+		t.Errorf("%d restores counted with a failing restore command", fw.restores)
+	}
+	if n := strings.Count(logs.String(), "rule by rule from now on"); n != 1 {
+		t.Errorf("%d log lines about the failing restore command, want 1:\n%s", n, logs.String())
+	}
+}
+
 // BenchmarkSetFreshFirewall writes a fresh firewall of 32, 436 and 2000
 // rules, in one iptables-restore per chain and one iptables run per rule.
 func BenchmarkSetFreshFirewall(b *testing.B) {
