@@ -30,7 +30,14 @@ func openNS(name string) (*nsConn, error) {
 	var fd netns.NsHandle
 	var err error
 	if name == "" {
-		fd, err = netns.GetFromPath("/proc/self/ns/net")
+		// The calling thread's namespace, not /proc/self/ns/net: that is
+		// the main thread's, and a goroutine locked to a thread that it
+		// switched into a lab namespace, ending on the main thread, leaves
+		// the main thread wedged there for good (the runtime cannot end
+		// it). A lab opened from it then had its management bridge in a
+		// former node's namespace, out of its API servers' reach. Unlocked
+		// goroutines only run on threads in the process's own namespace.
+		fd, err = netns.Get()
 	} else {
 		fd, err = netns.GetFromName(name)
 	}
