@@ -29,6 +29,10 @@ const (
 	// leadApplyWait bounds how long a new leader waits for WireGuard to
 	// take its lead before it publishes it.
 	leadApplyWait = 300 * time.Millisecond
+	// handoverBackoff is how long a last-resort leader waits before it
+	// hands its lead over again when the standby it handed it to did not
+	// take it.
+	handoverBackoff = 30 * time.Second
 )
 
 // candidates returns the nodes of location loc that have a key ranked as leaders are
@@ -239,6 +243,11 @@ type election struct {
 	tunnelProbed  []string // the locations probed in the last round
 	tunnelsBroken bool     // failed when this node last led, no answer since
 	tunnels       tunnelProbes
+
+	// The hand-over of a last-resort lead (handOver).
+	handedOver    time.Time // when this node last handed its lead over
+	handoverProbe time.Time // when it last asked a standby
+	handoverTurn  int       // which of the best standbys it asks next
 }
 
 // newElection returns the state of a new election loop; what it published
@@ -370,6 +379,9 @@ func (e *election) step(ctx context.Context, now time.Time) {
 	tunnelsFailed := e.tunnelsBroken
 	if holding && forwarding {
 		tunnelsFailed = e.checkTunnels(ctx, l, len(cands), now)
+		if !tunnelsFailed && e.handOver(ctx, nodes, cands, now) {
+			tunnelsFailed = true // released below, as after a failed check
+		}
 	} else {
 		e.tunnelLead = ""
 	}
@@ -516,6 +528,43 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 	}
 	e.tunnels.launch(ctx, p, targets)
 	return e.tunnelFailed
+}
+
+// handOver reports whether this node, leading as the last resort (its
+// tunnels failed when it last led and nothing answered through them since:
+// it took a lead nobody else took), gives the lead up now: once per probe
+// interval it asks one of the best standbys, in turn, whether it can
+// forward (Config.Probe, over the LAN: a standby whose own tunnels failed
+// answers 503 too), and the first that can gets the lead. It hands over at
+// most once per handoverBackoff, so that a standby that answers but cannot
+// take the lead (no API access) costs the location a short gap, not a
+// flapping lead.
+func (e *election) handOver(ctx context.Context, nodes []topology.Node, cands []string, now time.Time) bool {
+	p, self := e.a.cfg.Probe, e.a.cfg.Hostname
+	if !e.tunnelsBroken || p == nil || now.Sub(e.handedOver) < handoverBackoff ||
+		now.Sub(e.handoverProbe) < e.a.cfg.ProbeInterval*9/10 {
+		return false
+	}
+	standbys := slices.DeleteFunc(slices.Clone(cands), func(n string) bool { return n == self })
+	if len(standbys) == 0 {
+		return false
+	}
+	standbys = standbys[:min(len(standbys), probers)]
+	name := standbys[e.handoverTurn%len(standbys)]
+	e.handoverTurn++
+	e.handoverProbe = now
+	i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == name })
+	if i < 0 {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, e.a.cfg.ProbeInterval*3/4)
+	defer cancel()
+	if err := p(pctx, nodes[i]); err != nil {
+		return false
+	}
+	e.handedOver = now
+	e.a.log.Warn("handing the lead over: this node's tunnels still carry nothing and a standby can forward", "to", name)
+	return true
 }
 
 // withdraw removes the lead this node publishes but no longer holds, once

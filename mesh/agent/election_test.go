@@ -541,6 +541,74 @@ func TestElectionNodeWhoseTunnelsFailedStillTakesALeadNobodyElseTakes(t *testing
 	}
 }
 
+func TestElectionLastResortLeaderHandsTheLeadToAStandbyThatCanForward(t *testing.T) {
+	// A double fault: n1's tunnels failed, n2 led, n2 died; n1 took the
+	// lead as the last resort. When n2 comes back able to forward, n1,
+	// whose tunnels still carry nothing, hands the lead over.
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(5)
+	r.steps(int(3*rankDelay/(200*time.Millisecond)) + 1)
+	if r.holder() != "n1" {
+		t.Fatalf("holder %q: want n1 leading as the last resort", r.holder())
+	}
+	r.steps(20) // n2 and n3 do not answer: n1 keeps the lead
+	if r.holder() != "n1" {
+		t.Fatalf("holder %q: the last-resort leader gave up a lead nobody can take", r.holder())
+	}
+	r.probeOK["n2"] = true // n2 is back and can forward
+	r.steps(2)             // n1 asks one standby per probe interval, in turn
+	if l := r.fake.LocationLease("l"); l.Holder != "" {
+		t.Fatalf("lease %+v: want released to n2, which can forward", l)
+	}
+	r.fake.SetLocationLease("l", &k8s.FakeLease{Holder: "n2", Term: 9})
+	r.steps(50)
+	if r.holder() != "n2" {
+		t.Errorf("holder %q: n1, whose tunnels failed, took the lead back", r.holder())
+	}
+}
+
+func TestElectionLastResortLeaderHandsOverOnlyOnceInABackoff(t *testing.T) {
+	// n2 answers that it can forward but never takes the lead (say, its
+	// API access is broken): n1 takes the lead back and keeps it for
+	// handoverBackoff before it tries again.
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(5 + int(3*rankDelay/(200*time.Millisecond)) + 1)
+	r.probeOK["n2"] = true
+	r.steps(2)
+	if r.holder() != "" {
+		t.Fatalf("holder %q: want the lead handed over", r.holder())
+	}
+	releases := 0
+	held := false
+	for range int(handoverBackoff/(200*time.Millisecond)) - 2 {
+		r.steps(1)
+		switch h := r.holder(); {
+		case h == "n1":
+			held = true
+		case held && h == "":
+			releases++
+			held = false
+		}
+	}
+	if r.holder() != "n1" || releases != 0 {
+		t.Errorf("holder %q, %d more releases within the backoff: want n1 leading, none", r.holder(), releases)
+	}
+	r.steps(5)
+	if r.holder() != "" {
+		t.Errorf("holder %q after the backoff: want a second handover", r.holder())
+	}
+}
+
 func TestElectionNewLeaderWhoseTunnelsNeverAnsweredKeepsTheLead(t *testing.T) {
 	// A total WAN outage: no lead answers through its tunnels, so none is
 	// armed, and the lead does not move between nodes.
