@@ -39,6 +39,11 @@ const (
 	stockPort = 51901
 	// stockLink is the TUN link of the stock pair, on both ends.
 	stockLink = "kflstock0"
+	// stockTable is the routing table that sends the stock-pod path's
+	// packets, marked with stockTOS, into the stock pair.
+	stockTable = "1901"
+	// stockTOS is the TOS byte of the stock-pod path's packets.
+	stockTOS = "0x10"
 )
 
 // stockNet holds the stock pair's tunnel addresses: .1 on the first
@@ -51,6 +56,10 @@ type dpPath struct {
 	name string
 	from *lab.Namespace
 	ip   string
+	// tos is the TOS byte of the client's packets ("" for none): the
+	// stock-pod path's packets carry stockTOS, which routes them into the
+	// stock pair.
+	tos string
 }
 
 // BenchmarkDataPlaneTCP measures TCP throughput (iperf3, one stream and 4
@@ -65,7 +74,13 @@ type dpPath struct {
 //   - kilofed-node: node to the other leader's kilo0 address, the same
 //     endpoints as stock;
 //   - stock: node to node through a stock wireguard-go pair (the library's
-//     defaults, hack/bench/stockwg) on the same two nodes.
+//     defaults, hack/bench/stockwg) on the same two nodes;
+//   - stock-pod: pod to pod, the kilofed path's two pods, through that stock
+//     pair: the client's packets carry stockTOS, the server's pod reflects
+//     it (tcp_reflect_tos; ping replies copy it), and a rule on each node
+//     routes packets of its pod with that TOS into the stock pair. Only
+//     the tunnel differs from the kilofed path, so kilofed over stock-pod
+//     compares the two on the same path.
 //
 // The paths alternate inside each run. It reports medians in Mbit/s with
 // min:/max: spreads, each path over plain, kilofed over stock, the median
@@ -99,7 +114,9 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stock := startStockPair(ctx, b, stockBin, a, z)
+	podIPA, podIPZ := netip.MustParseAddr(ips["echo-"+a.Name]), netip.MustParseAddr(ips["echo-"+z.Name])
+	stock := startStockPair(ctx, b, stockBin, a, z, podIPA, podIPZ)
+	routePodsThroughStock(ctx, b, [2]*lab.Node{a, z}, [2]netip.Addr{podIPA, podIPZ}, podZ)
 	for _, ns := range []*lab.Namespace{z.Namespace(), podZ} {
 		p, err := ns.Start("iperf3", "iperf3", "-s", "-p", iperfPort)
 		if err != nil {
@@ -112,11 +129,13 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 		{name: "kilofed", from: podA, ip: ips["echo-"+z.Name]},
 		{name: "kilofed-node", from: a.Namespace(), ip: linkAddr(ctx, b, z, lab.AgentLink)},
 		{name: "stock", from: a.Namespace(), ip: stockAddr(2).String()},
+		{name: "stock-pod", from: podA, ip: podIPZ.String(), tos: stockTOS},
 	}
 	pids := map[string][]int{
 		"kilofed":      {as[a.Name].Pid(), as[z.Name].Pid()},
 		"kilofed-node": {as[a.Name].Pid(), as[z.Name].Pid()},
 		"stock":        {stock[0].Pid(), stock[1].Pid()},
+		"stock-pod":    {stock[0].Pid(), stock[1].Pid()},
 	}
 	rss := map[string][]float64{} // by process role, MB
 	for i, n := range []*lab.Node{a, z} {
@@ -136,6 +155,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 			}
 		}
 	}
+	checkStockPodPath(ctx, b, paths[len(paths)-1], z)
 	mbps := map[string][]float64{} // by path-streams
 	rtt := map[string][]float64{}  // by path, ms
 	b.ResetTimer()
@@ -162,7 +182,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 					mbps[key] = append(mbps[key], v)
 					if len(peak) == 2 {
 						role := "kg"
-						if p.name == "stock" {
+						if strings.HasPrefix(p.name, "stock") {
 							role = "stock"
 						}
 						rss[role+"-a"] = append(rss[role+"-a"], peak[0])
@@ -204,6 +224,7 @@ func reportDataPlane(b *testing.B, a, z string, paths []dpPath, mbps, rtt, rss m
 	for _, s := range []string{"1", "4"} {
 		b.ReportMetric(median(mbps["kilofed-node-"+s])/median(mbps["stock-"+s]), "kilofed-node-"+s+"/stock")
 		b.ReportMetric(median(mbps["kilofed-"+s])/median(mbps["stock-"+s]), "kilofed-"+s+"/stock")
+		b.ReportMetric(median(mbps["kilofed-"+s])/median(mbps["stock-pod-"+s]), "kilofed-"+s+"/stock-pod")
 	}
 	for _, role := range []string{"kg-a", "kg-z", "stock-a", "stock-z"} {
 		if s := rss[role]; len(s) > 0 {
@@ -234,8 +255,11 @@ type iperfResult struct {
 // (after one second omitted, TCP's slow start) and returns the received
 // rate in Mbit/s.
 func iperf(ctx context.Context, p dpPath, streams, secs int) (float64, error) {
-	out, err := p.from.Exec(ctx, "iperf3", "-c", p.ip, "-p", iperfPort, "-J", "-O", "1",
-		"-t", strconv.Itoa(secs), "-P", strconv.Itoa(streams))
+	args := []string{"-c", p.ip, "-p", iperfPort, "-J", "-O", "1", "-t", strconv.Itoa(secs), "-P", strconv.Itoa(streams)}
+	if p.tos != "" {
+		args = append(args, "-S", p.tos)
+	}
+	out, err := p.from.Exec(ctx, append([]string{"iperf3"}, args...)...)
 	var r iperfResult
 	if jerr := json.Unmarshal(out, &r); jerr != nil || r.Error != "" || err != nil {
 		return 0, fmt.Errorf("iperf3 -> %s: %v %s (json: %v)", p.ip, err, r.Error, jerr)
@@ -252,7 +276,11 @@ var rttLine = regexp.MustCompile(`= ([0-9.]+)/([0-9.]+)/([0-9.]+)/`)
 // pingRTT pings p's server 20 times, 50 ms apart, and returns the average
 // round trip in ms.
 func pingRTT(ctx context.Context, p dpPath) (float64, error) {
-	out, err := p.from.Exec(ctx, "ping", "-q", "-n", "-c", "20", "-i", "0.05", "-W", "1", p.ip)
+	args := []string{"-q", "-n", "-c", "20", "-i", "0.05", "-W", "1", p.ip}
+	if p.tos != "" {
+		args = append([]string{"-Q", p.tos}, args...)
+	}
+	out, err := p.from.Exec(ctx, append([]string{"ping"}, args...)...)
 	m := rttLine.FindStringSubmatch(string(out))
 	if err != nil || m == nil {
 		return 0, fmt.Errorf("ping %s: %v\n%s", p.ip, err, out)
@@ -340,9 +368,10 @@ func stockAddr(i int) netip.Addr {
 }
 
 // startStockPair runs the two ends of the stock wireguard-go pair on nodes
-// a and z, each reaching the other at its public address, and waits until
-// a pings z through it.
-func startStockPair(ctx context.Context, b *testing.B, bin string, a, z *lab.Node) [2]*lab.Process {
+// a and z, each reaching the other at its public address and routing to it
+// its tunnel address and its pod (podA, podZ), and waits until a pings z
+// through it.
+func startStockPair(ctx context.Context, b *testing.B, bin string, a, z *lab.Node, podA, podZ netip.Addr) [2]*lab.Process {
 	b.Helper()
 	var keys [2]wgtypes.Key
 	for i := range keys {
@@ -355,14 +384,14 @@ func startStockPair(ctx context.Context, b *testing.B, bin string, a, z *lab.Nod
 	hexKey := func(k wgtypes.Key) string { return hex.EncodeToString(k[:]) }
 	var ps [2]*lab.Process
 	for i, n := range []*lab.Node{a, z} {
-		other := []*lab.Node{z, a}[i]
+		other, otherPod := []*lab.Node{z, a}[i], []netip.Addr{podZ, podA}[i]
 		p, err := n.Start("stockwg", bin,
 			"-name", stockLink,
 			"-private-key", hexKey(keys[i]),
 			"-listen-port", strconv.Itoa(stockPort),
 			"-peer-key", hexKey(keys[1-i].PublicKey()),
 			"-endpoint", netip.AddrPortFrom(other.PublicIP, stockPort).String(),
-			"-allowed-ip", netip.PrefixFrom(stockAddr(2-i), 32).String(),
+			"-allowed-ip", netip.PrefixFrom(stockAddr(2-i), 32).String()+","+netip.PrefixFrom(otherPod, 32).String(),
 			"-address", netip.PrefixFrom(stockAddr(i+1), stockNet.Bits()).String())
 		if err != nil {
 			b.Fatalf("start the stock wireguard-go end on %s: %v", n.Name, err)
@@ -379,6 +408,53 @@ func startStockPair(ctx context.Context, b *testing.B, bin string, a, z *lab.Nod
 			b.Fatalf("the stock wireguard-go pair does not carry a ping after 30 s: %v\n%s: %s\n%s: %s",
 				err, a.Name, ps[0].Tail(10), z.Name, ps[1].Tail(10))
 		}
+	}
+}
+
+// routePodsThroughStock makes the stock-pod path: on each of nodes, a rule
+// sends packets from its pod (pods, in the same order) that carry stockTOS
+// to table stockTable, which routes the other pod into the stock pair; the
+// server's pod, podZ, reflects the client's TOS in its TCP replies. The
+// lab's namespaces go away with the lab, and these with them.
+func routePodsThroughStock(ctx context.Context, b *testing.B, nodes [2]*lab.Node, pods [2]netip.Addr, podZ *lab.Namespace) {
+	b.Helper()
+	for i, n := range nodes {
+		for _, argv := range [][]string{
+			{"ip", "rule", "add", "pref", "100", "from", pods[i].String(), "tos", stockTOS, "lookup", stockTable},
+			{"ip", "route", "replace", netip.PrefixFrom(pods[1-i], 32).String(), "dev", stockLink, "table", stockTable},
+		} {
+			if out, err := n.Exec(ctx, argv...); err != nil {
+				b.Fatalf("%s: %v: %v\n%s", n.Name, argv, err, out)
+			}
+		}
+	}
+	if out, err := podZ.Exec(ctx, "sysctl", "-w", "net.ipv4.tcp_reflect_tos=1"); err != nil {
+		b.Fatalf("%s: reflect the TOS of TCP: %v\n%s", podZ.Name, err, out)
+	}
+}
+
+// checkStockPodPath fails the benchmark unless the stock-pod path p runs
+// through the stock pair: an iperf3 run of one second on it must bring its
+// bytes (1 MB at least) to the stock pair's link on z, not to kilo0.
+func checkStockPodPath(ctx context.Context, b *testing.B, p dpPath, z *lab.Node) {
+	b.Helper()
+	rx := func() int64 {
+		out, err := z.Exec(ctx, "cat", "/sys/class/net/"+stockLink+"/statistics/rx_bytes")
+		if err != nil {
+			b.Fatalf("%s: rx bytes of %s: %v\n%s", z.Name, stockLink, err, out)
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			b.Fatalf("%s: rx bytes of %s: %v", z.Name, stockLink, err)
+		}
+		return v
+	}
+	before := rx()
+	if _, err := iperf(ctx, p, 1, 1); err != nil {
+		b.Fatalf("%s: %v", p.name, err)
+	}
+	if got := rx() - before; got < 1e6 {
+		b.Fatalf("%s: the stock pair's link on %s received %d bytes during an iperf3 run: the path does not go through it", p.name, z.Name, got)
 	}
 }
 

@@ -47,13 +47,13 @@ type key struct{ pkg, name, unit string }
 // rules are the figures that have a name and a peer; every other metric
 // gets a row named after its benchmark and unit.
 var rules = []peerRule{
-	{"BenchmarkDataPlaneTCP", "kilofed-1-Mbps", "TCP pod -> pod across locations, 1 stream (Mbit/s)", "stock-1-Mbps", "stock wireguard-go, node -> node", ""},
-	{"BenchmarkDataPlaneTCP", "kilofed-4-Mbps", "TCP pod -> pod across locations, 4 streams (Mbit/s)", "stock-4-Mbps", "stock wireguard-go, node -> node", ""},
+	{"BenchmarkDataPlaneTCP", "kilofed-1-Mbps", "TCP pod -> pod across locations, 1 stream (Mbit/s)", "stock-pod-1-Mbps", "stock wireguard-go, pod -> pod", ""},
+	{"BenchmarkDataPlaneTCP", "kilofed-4-Mbps", "TCP pod -> pod across locations, 4 streams (Mbit/s)", "stock-pod-4-Mbps", "stock wireguard-go, pod -> pod", ""},
 	{"BenchmarkDataPlaneTCP", "kilofed-node-1-Mbps", "TCP node -> node through kilo0, 1 stream (Mbit/s)", "stock-1-Mbps", "stock wireguard-go", ""},
 	{"BenchmarkDataPlaneTCP", "kilofed-node-4-Mbps", "TCP node -> node through kilo0, 4 streams (Mbit/s)", "stock-4-Mbps", "stock wireguard-go", ""},
-	{"BenchmarkDataPlaneTCP", "kilofed-1/plain", "TCP 1 stream, tunnel / plain underlay", "stock-1/plain", "stock wireguard-go", ""},
-	{"BenchmarkDataPlaneTCP", "kilofed-4/plain", "TCP 4 streams, tunnel / plain underlay", "stock-4/plain", "stock wireguard-go", ""},
-	{"BenchmarkDataPlaneTCP", "kilofed-rtt-overhead-ms", "ping RTT over plain, pod -> pod (ms)", "stock-rtt-overhead-ms", "stock wireguard-go, node -> node", ""},
+	{"BenchmarkDataPlaneTCP", "kilofed-1/plain", "TCP 1 stream, pod -> pod, tunnel / plain underlay", "stock-pod-1/plain", "stock wireguard-go, pod -> pod", ""},
+	{"BenchmarkDataPlaneTCP", "kilofed-4/plain", "TCP 4 streams, pod -> pod, tunnel / plain underlay", "stock-pod-4/plain", "stock wireguard-go, pod -> pod", ""},
+	{"BenchmarkDataPlaneTCP", "kilofed-rtt-overhead-ms", "ping RTT over plain, pod -> pod (ms)", "stock-pod-rtt-overhead-ms", "stock wireguard-go, pod -> pod", ""},
 	{"BenchmarkDataPlaneTCP", "kilofed-node-rtt-overhead-ms", "ping RTT over plain, node -> node (ms)", "stock-rtt-overhead-ms", "stock wireguard-go", ""},
 	{"BenchmarkDataPlaneTCP", "kg-a-rss-MB", "resident memory at full throughput, sender (MB)", "stock-a-rss-MB", "stock wireguard-go process", ""},
 	{"BenchmarkDataPlaneTCP", "kg-z-rss-MB", "resident memory at full throughput, receiver (MB)", "stock-z-rss-MB", "stock wireguard-go process", ""},

@@ -16,7 +16,7 @@ func TestAggregateTakesMediansSpreadsAndPeers(t *testing.T) {
 		{Package: cheap, Name: "BenchmarkHostWork/nodes=10", Metrics: map[string]float64{"ns/op": 20, "allocs/op": 5}},
 		{Package: lab, Name: "BenchmarkDataPlaneTCP", Metrics: map[string]float64{
 			"ns/op": 6e10, "kilofed-1-Mbps": 800, "min:kilofed-1-Mbps": 700, "max:kilofed-1-Mbps": 900,
-			"stock-1-Mbps": 400, "min:stock-1-Mbps": 390, "max:stock-1-Mbps": 410}},
+			"stock-pod-1-Mbps": 400, "min:stock-pod-1-Mbps": 390, "max:stock-pod-1-Mbps": 410}},
 		{Package: lab, Name: "BenchmarkLeaderFailover", Metrics: map[string]float64{"ns/op": 2e10, "s/failover": 2.5}},
 	}
 	got := Aggregate(results, map[string]bool{lab: true})
@@ -26,7 +26,7 @@ func TestAggregateTakesMediansSpreadsAndPeers(t *testing.T) {
 		{Figure: "HostWork/nodes=10 allocs/op", Package: cheap, Benchmark: "BenchmarkHostWork/nodes=10", Unit: "allocs/op",
 			Kilofed: Stat{Median: 5, Min: 5, Max: 5, Values: []float64{5, 5, 5}}},
 		{Figure: "TCP pod -> pod across locations, 1 stream (Mbit/s)", Package: lab, Benchmark: "BenchmarkDataPlaneTCP", Unit: "kilofed-1-Mbps",
-			Kilofed: Stat{Median: 800, Min: 700, Max: 900, Values: []float64{800}}, PeerName: "stock wireguard-go, node -> node",
+			Kilofed: Stat{Median: 800, Min: 700, Max: 900, Values: []float64{800}}, PeerName: "stock wireguard-go, pod -> pod",
 			Peer: &Stat{Median: 400, Min: 390, Max: 410, Values: []float64{400}}, Ratio: 2},
 		{Figure: "leader killed -> traffic into its location restored (s)", Package: lab, Benchmark: "BenchmarkLeaderFailover", Unit: "s/failover",
 			Kilofed: Stat{Median: 2.5, Min: 2.5, Max: 2.5, Values: []float64{2.5}}, PeerName: "Kilo 944dff5", PeerRef: "58-65 (issue 9, not re-measured)"},
@@ -40,7 +40,7 @@ func TestAggregateTakesMediansSpreadsAndPeers(t *testing.T) {
 	}
 	for _, row := range []string{
 		"| HostWork/nodes=10 ns/op | 20 |  |  | 10-30, n=3 |",
-		"| TCP pod -> pod across locations, 1 stream (Mbit/s) | 800 | 400, 390-410 (stock wireguard-go, node -> node) | 2.00x | 700-900, n=1 |",
+		"| TCP pod -> pod across locations, 1 stream (Mbit/s) | 800 | 400, 390-410 (stock wireguard-go, pod -> pod) | 2.00x | 700-900, n=1 |",
 		"| leader killed -> traffic into its location restored (s) | 2.50 | 58-65 (issue 9, not re-measured) (Kilo 944dff5) |  | 2.50-2.50, n=1 |",
 	} {
 		if !strings.Contains(table, row+"\n") {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"golang.zx2c4.com/wireguard/conn"
@@ -25,7 +26,7 @@ func main() {
 	port := flag.Int("listen-port", 51901, "UDP port")
 	peer := flag.String("peer-key", "", "the other end's public key, hex")
 	endpoint := flag.String("endpoint", "", "the other end's UDP address (ip:port)")
-	allowed := flag.String("allowed-ip", "", "the other end's tunnel address, CIDR")
+	allowed := flag.String("allowed-ip", "", "the ranges routed to the other end, CIDRs separated by commas (its tunnel address first)")
 	addr := flag.String("address", "", "this end's tunnel address, CIDR")
 	flag.Parse()
 	if err := run(*name, *private, *port, *peer, *endpoint, *allowed, *addr); err != nil {
@@ -41,8 +42,10 @@ func run(name, private string, port int, peer, endpoint, allowed, addr string) e
 	}
 	dev := device.NewDevice(t, conn.NewDefaultBind(), device.NewLogger(device.LogLevelError, "stockwg: "))
 	defer dev.Close()
-	cfg := fmt.Sprintf("private_key=%s\nlisten_port=%d\npublic_key=%s\nendpoint=%s\nallowed_ip=%s\n",
-		private, port, peer, endpoint, allowed)
+	cfg := fmt.Sprintf("private_key=%s\nlisten_port=%d\npublic_key=%s\nendpoint=%s\n", private, port, peer, endpoint)
+	for _, a := range strings.Split(allowed, ",") {
+		cfg += "allowed_ip=" + a + "\n"
+	}
 	if err := dev.IpcSet(cfg); err != nil {
 		return fmt.Errorf("configure the device: %w", err)
 	}
