@@ -178,7 +178,8 @@ type simulatedNodes struct {
 // startSimulatedNodes creates n Nodes in locs simulated locations in c, as
 // their agents would have published them (WireGuard IPs left to kg),
 // leads each location with one of them, and renews their Leases every
-// second and churns rate Node updates a second until b ends.
+// second and churns rate Node updates a second (none when rate is 0) until
+// b ends.
 func startSimulatedNodes(ctx context.Context, b *testing.B, c *lab.Cluster, n, locs int, rate float64) *simulatedNodes {
 	b.Helper()
 	s := &simulatedNodes{layout: agentsim.Layout{Locations: locs}, n: n}
@@ -206,7 +207,9 @@ func startSimulatedNodes(ctx context.Context, b *testing.B, c *lab.Cluster, n, l
 	s.stop = stop
 	b.Cleanup(stop)
 	go s.writer.RenewLeases(wctx, time.Second)
-	go s.writer.Churn(wctx, rate)
+	if rate > 0 {
+		go s.writer.Churn(wctx, rate)
+	}
 	s.started = time.Now()
 	b.Logf("%d simulated Nodes in %d locations, led by %v; Leases renewed every second, %.0f Node updates/s", n, locs, s.leaders, rate)
 	return s

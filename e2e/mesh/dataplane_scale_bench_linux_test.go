@@ -1,0 +1,137 @@
+//go:build linux
+
+package mesh
+
+// BenchmarkDataPlaneInLargeCluster measures BenchmarkDataPlaneTCP's kilofed
+// path (pod on scaleway-paris's leader -> pod on aws-euwest3's leader,
+// through kg's embedded wireguard-go) and kg's resident memory in the
+// meta-cloud lab twice, in the same lab: first as it is (nodes=0), then
+// once the cluster holds N more Nodes (agentsim, as in
+// BenchmarkLeaderFailoverUnderLoad, whose checks of the simulated ranges it
+// runs too: checkSimulationFitsLab) and every real leader carries them
+// (checkInTopology). A larger cluster gives each agent a larger heap of its
+// own (the Nodes it watches, its topology, routes and firewall); the Go
+// memory limit that bounds the embedded device (mesh/wireguard) must leave
+// the data plane room above it, or the collector takes the CPU the packets
+// need. It reports the medians of each figure (kilofed-S-Mbps, S the
+// streams), their spread (min:, max:), the ratio under load over without
+// (x-kilofed-S-vs-nodes=0), kg's VmRSS before traffic (idle-kg-a/z-rss-MB)
+// and the largest during it (kg-a/z-rss-MB), in MB (10^6 bytes).
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+var (
+	dataplaneScaleNodes     = flag.Int("dataplanescale.nodes", 1000, "simulated Nodes of BenchmarkDataPlaneInLargeCluster")
+	dataplaneScaleLocations = flag.Int("dataplanescale.locations", 10, "simulated locations of BenchmarkDataPlaneInLargeCluster")
+)
+
+func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
+	n, locs := *dataplaneScaleNodes, *dataplaneScaleLocations
+	if locs < 1 || locs > 16 || n < locs {
+		b.Fatalf("-dataplanescale.locations %d, -dataplanescale.nodes %d: want 1-16 locations and a node in each", locs, n)
+	}
+	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 25*time.Minute)
+	checkSimulationFitsLab(ctx, b, l, c)
+	as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
+	a := waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
+	z := waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)
+	if _, err := get(ctx, l, c, "echo-"+a.Name, ips["echo-"+z.Name], 60*time.Second); err != nil {
+		b.Fatalf("mesh not up: echo-%s -> echo-%s: %v", a.Name, z.Name, err)
+	}
+	podA, err := c.PodNamespace(ctx, "default", "echo-"+a.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	podZ, err := c.PodNamespace(ctx, "default", "echo-"+z.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := podZ.Start("iperf3", "iperf3", "-s", "-p", iperfPort)
+	if err != nil {
+		b.Fatalf("start iperf3 server in %s: %v", podZ.Name, err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	p := dpPath{name: "kilofed", from: podA, ip: ips["echo-"+z.Name]}
+	pids := []int{as[a.Name].Pid(), as[z.Name].Pid()}
+	measure := func(b *testing.B) map[string][]float64 {
+		got := map[string][]float64{}
+		for i, pid := range pids {
+			if mb, err := vmRSS(pid); err == nil {
+				got["idle-kg-"+"az"[i:i+1]+"-rss-MB"] = []float64{mb}
+			}
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+			if _, err := iperf(ctx, p, 1, 1); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				b.Fatalf("warm-up: %v", err)
+			}
+		}
+		for range *dataplaneRuns {
+			for _, streams := range []int{1, 4} {
+				sample := sampleRSS(pids)
+				v, err := iperf(ctx, p, streams, *dataplaneSeconds)
+				peak := sample()
+				if err != nil {
+					b.Fatalf("%d streams: %v", streams, err)
+				}
+				key := fmt.Sprintf("kilofed-%d-Mbps", streams)
+				got[key] = append(got[key], v)
+				if len(peak) == 2 {
+					got["kg-a-rss-MB"] = append(got["kg-a-rss-MB"], peak[0])
+					got["kg-z-rss-MB"] = append(got["kg-z-rss-MB"], peak[1])
+				}
+			}
+		}
+		for _, u := range slices.Sorted(maps.Keys(got)) {
+			s := got[u]
+			if len(s) == 1 || u == "kg-a-rss-MB" || u == "kg-z-rss-MB" {
+				b.ReportMetric(slices.Max(s), u) // memory: the largest sample
+				continue
+			}
+			b.ReportMetric(median(s), u)
+			b.ReportMetric(slices.Min(s), "min:"+u)
+			b.ReportMetric(slices.Max(s), "max:"+u)
+		}
+		b.Logf("%s -> %s: kilofed 1 stream %.0f Mbit/s (%.0f-%.0f), 4 streams %.0f (%.0f-%.0f); kg VmRSS idle %.1f / %.1f MB, at full throughput %.1f / %.1f MB",
+			a.Name, z.Name, median(got["kilofed-1-Mbps"]), slices.Min(got["kilofed-1-Mbps"]), slices.Max(got["kilofed-1-Mbps"]),
+			median(got["kilofed-4-Mbps"]), slices.Min(got["kilofed-4-Mbps"]), slices.Max(got["kilofed-4-Mbps"]),
+			first(got["idle-kg-a-rss-MB"]), first(got["idle-kg-z-rss-MB"]), maxOf(got["kg-a-rss-MB"]), maxOf(got["kg-z-rss-MB"]))
+		return got
+	}
+	var base map[string][]float64
+	b.Run("nodes=0", func(b *testing.B) { base = measure(b) })
+	if base == nil {
+		b.Fatal("nodes=0 measured nothing")
+	}
+	b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+		sim := startSimulatedNodes(ctx, b, c, n, locs, 0)
+		sim.checkInTopology(ctx, b, c, as)
+		got := measure(b)
+		for _, s := range []string{"1", "4"} {
+			u := "kilofed-" + s + "-Mbps"
+			b.ReportMetric(median(got[u])/median(base[u]), "x-kilofed-"+s+"-vs-nodes=0")
+		}
+	})
+}
+
+func first(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[0]
+}
+
+func maxOf(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return slices.Max(s)
+}
