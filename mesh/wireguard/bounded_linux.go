@@ -193,21 +193,29 @@ func inFlightOf(opts OpenOptions) int {
 	return n
 }
 
-// applyMemoryLimit sets the Go memory limit of opts for the process.
-func applyMemoryLimit(opts OpenOptions, log *slog.Logger) {
-	limit := opts.MemoryLimit
-	if limit < 0 {
-		return
-	}
-	if limit == 0 {
-		if _, set := os.LookupEnv("GOMEMLIMIT"); set {
-			return
+// applyMemoryLimit sets the Go memory limit of opts for the process, never
+// above one set already, and reports whether it follows the live heap
+// (defaultTracker): kg's own default does, and a close must then release
+// it.
+func applyMemoryLimit(opts OpenOptions, log *slog.Logger) (tracked bool) {
+	switch limit := opts.MemoryLimit; {
+	case limit < 0:
+		return false
+	case limit > 0:
+		if debug.SetMemoryLimit(-1) <= limit {
+			return false
 		}
-		limit = DefaultMemoryLimit
+		debug.SetMemoryLimit(limit)
+		log.Info("Go memory limit set for the embedded WireGuard device", "bytes", limit)
+		return false
 	}
-	if cur := debug.SetMemoryLimit(-1); cur <= limit {
-		return
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return false
 	}
-	debug.SetMemoryLimit(limit)
-	log.Info("Go memory limit set for the embedded WireGuard device", "bytes", limit)
+	if !defaultTracker.acquireUnlessBelow(DefaultMemoryLimit) {
+		return false // a lower limit set by someone else
+	}
+	log.Info("Go memory limit set for the embedded WireGuard device; it follows the live heap",
+		"bytes", defaultTracker.limit(), "floor", DefaultMemoryLimit, "headroom", memoryHeadroom)
+	return true
 }

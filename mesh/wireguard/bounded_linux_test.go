@@ -26,16 +26,6 @@ import (
 	"github.com/kilofed/kilofed/mesh/link/linktest"
 )
 
-// eventually polls cond until it holds, failing after 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s: %s", what)
-		}
-	}
-}
-
 func TestInFlightWaitReturnsBelowMax(t *testing.T) {
 	f := newInFlight(2, time.Hour)
 	f.add(1)
@@ -236,7 +226,10 @@ func withoutGOMEMLIMIT(t *testing.T) {
 func TestOpenSetsTheDefaultMemoryLimit(t *testing.T) {
 	withMemoryLimit(t, math.MaxInt64)
 	withoutGOMEMLIMIT(t)
-	applyMemoryLimit(OpenOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if !applyMemoryLimit(OpenOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil))) {
+		t.Fatal("the default limit does not follow the live heap")
+	}
+	t.Cleanup(defaultTracker.release)
 	if got := debug.SetMemoryLimit(-1); got != DefaultMemoryLimit {
 		t.Fatalf("memory limit = %d, want %d", got, DefaultMemoryLimit)
 	}
@@ -245,7 +238,10 @@ func TestOpenSetsTheDefaultMemoryLimit(t *testing.T) {
 func TestOpenKeepsTheMemoryLimitOfGOMEMLIMIT(t *testing.T) {
 	withMemoryLimit(t, 1<<40)
 	t.Setenv("GOMEMLIMIT", "1TiB")
-	applyMemoryLimit(OpenOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if applyMemoryLimit(OpenOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil))) {
+		t.Error("a limit it did not set follows the live heap")
+		defaultTracker.release()
+	}
 	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
 		t.Fatalf("memory limit = %d, want GOMEMLIMIT's %d", got, int64(1<<40))
 	}
@@ -253,7 +249,10 @@ func TestOpenKeepsTheMemoryLimitOfGOMEMLIMIT(t *testing.T) {
 
 func TestOpenNeverRaisesAMemoryLimit(t *testing.T) {
 	withMemoryLimit(t, 16<<20)
-	applyMemoryLimit(OpenOptions{MemoryLimit: 1 << 30}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if applyMemoryLimit(OpenOptions{MemoryLimit: 1 << 30}, slog.New(slog.NewTextHandler(io.Discard, nil))) {
+		t.Error("a limit it did not set follows the live heap")
+		defaultTracker.release()
+	}
 	if got := debug.SetMemoryLimit(-1); got != 16<<20 {
 		t.Fatalf("memory limit = %d, want the lower one set before, %d", got, 16<<20)
 	}
@@ -262,7 +261,10 @@ func TestOpenNeverRaisesAMemoryLimit(t *testing.T) {
 func TestOpenLeavesTheMemoryLimitAloneWhenNegative(t *testing.T) {
 	withMemoryLimit(t, math.MaxInt64)
 	withoutGOMEMLIMIT(t)
-	applyMemoryLimit(OpenOptions{MemoryLimit: -1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if applyMemoryLimit(OpenOptions{MemoryLimit: -1}, slog.New(slog.NewTextHandler(io.Discard, nil))) {
+		t.Error("a limit it did not set follows the live heap")
+		defaultTracker.release()
+	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory limit = %d, want none", got)
 	}

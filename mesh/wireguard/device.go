@@ -64,9 +64,10 @@ type OpenOptions struct {
 	// MemoryLimit is the soft limit, in bytes, of the Go runtime's memory
 	// (runtime/debug.SetMemoryLimit) that opening an embedded wireguard-go
 	// device sets for the whole process, never above one set already; zero
-	// means DefaultMemoryLimit unless the GOMEMLIMIT environment variable
-	// is set, negative leaves the runtime alone. Kernel and existing
-	// devices ignore it.
+	// means a limit that follows the live heap, 10 MiB above it and never
+	// below DefaultMemoryLimit, while such a device is open, unless the
+	// GOMEMLIMIT environment variable is set; negative leaves the runtime
+	// alone. Kernel and existing devices ignore it.
 	MemoryLimit int64
 }
 
@@ -76,9 +77,10 @@ const (
 	// read or UDP batch more (up to 128 packets) may exceed it. Each packet
 	// holds a 64 KiB buffer in wireguard-go.
 	DefaultInFlight = 128
-	// DefaultMemoryLimit is the Go memory limit an embedded wireguard-go
-	// device sets for its process: the garbage collector works harder
-	// near it instead of letting the heap double. About 24 MiB of
+	// DefaultMemoryLimit is the least Go memory limit an embedded
+	// wireguard-go device sets for its process (the limit follows the live
+	// heap above it, see OpenOptions.MemoryLimit): the garbage collector
+	// works harder near it instead of letting the heap double. About 24 MiB of
 	// wireguard-go's read buffers are always live; 40 and 48 MiB left the
 	// collector running so often that throughput halved
 	// (docs/performance.md, Data plane).

@@ -1,6 +1,9 @@
 package wireguard
 
 import (
+	"testing"
+	"time"
+
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
@@ -20,3 +23,13 @@ func secret(b byte) wgconf.SecretKey { return wgconf.SecretKey(key(b)) }
 
 // wgkey returns key(b) as wgctrl spells it, for live devices.
 func wgkey(b byte) wgtypes.Key { return wgtypes.Key(key(b)) }
+
+// eventually polls cond until it holds, failing after 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: %s", what)
+		}
+	}
+}

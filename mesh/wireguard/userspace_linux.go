@@ -24,10 +24,13 @@ import (
 type userspace struct {
 	dev    *device.Device
 	bounds *bounds // nil when unbounded
-	uapi   net.Listener
-	done   chan struct{}
-	log    *slog.Logger
-	closed chan struct{}
+	// memTracked says that opening it set the memory limit that follows
+	// the live heap (defaultTracker), which closing it releases.
+	memTracked bool
+	uapi       net.Listener
+	done       chan struct{}
+	log        *slog.Logger
+	closed     chan struct{}
 }
 
 // openUserspace creates the TUN link opts.Name, starts wireguard-go on it
@@ -70,7 +73,6 @@ func openUserspace(opts OpenOptions, log *slog.Logger) (*userspace, error) {
 		tdev = boundedTUN{Device: tdev, b: u.bounds}
 		bind = boundedBind{Bind: bind, b: u.bounds}
 	}
-	applyMemoryLimit(opts, log)
 	u.dev = device.NewDevice(tdev, bind, deviceLogger(log))
 	f, err := ipc.UAPIOpen(opts.Name)
 	if err != nil {
@@ -83,6 +85,7 @@ func openUserspace(opts OpenOptions, log *slog.Logger) (*userspace, error) {
 		u.dev.Close()
 		return nil, fmt.Errorf("listen on control socket for %s: %w", opts.Name, err)
 	}
+	u.memTracked = applyMemoryLimit(opts, log)
 	go u.serve()
 	return u, nil
 }
@@ -117,6 +120,9 @@ func (u *userspace) close() error {
 	}
 	<-u.done
 	u.dev.Close()
+	if u.memTracked {
+		defaultTracker.release()
+	}
 	return err
 }
 
