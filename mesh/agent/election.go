@@ -246,6 +246,7 @@ type election struct {
 
 	// The hand-over of a last-resort lead (handOver).
 	handedOver    time.Time // when this node last handed its lead over
+	handingOver   string    // the lead it hands over, until released
 	handoverProbe time.Time // when it last asked a standby
 	handoverTurn  int       // which of the best standbys it asks next
 }
@@ -532,16 +533,22 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 
 // handOver reports whether this node, leading as the last resort (its
 // tunnels failed when it last led and nothing answered through them since:
-// it took a lead nobody else took), gives the lead up now: once per probe
-// interval it asks one of the best standbys, in turn, whether it can
-// forward (Config.Probe, over the LAN: a standby whose own tunnels failed
-// answers 503 too), and the first that can gets the lead. It hands over at
-// most once per handoverBackoff, so that a standby that answers but cannot
-// take the lead (no API access) costs the location a short gap, not a
-// flapping lead.
+// it took a lead nobody else took), gives the lead up now. Once its
+// tunnels had ProbeFailures rounds of this lead to answer, it asks one of
+// the best standbys per probe interval, in turn, whether it can forward
+// (Config.Probe, over the LAN: a standby whose own tunnels failed answers
+// 503 too), and releases the lead when one can; the best-ranked standby
+// then takes it. It keeps releasing that lead until the release succeeds,
+// and hands over at most once per handoverBackoff, so that a standby that
+// answers but cannot take the lead (no API access) costs the location a
+// gap of about a second every handoverBackoff, not a lead that changes at
+// every step.
 func (e *election) handOver(ctx context.Context, nodes []topology.Node, cands []string, now time.Time) bool {
+	if e.tunnelLead != "" && e.handingOver == e.tunnelLead {
+		return true // a release that failed: again
+	}
 	p, self := e.a.cfg.Probe, e.a.cfg.Hostname
-	if !e.tunnelsBroken || p == nil || now.Sub(e.handedOver) < handoverBackoff ||
+	if !e.tunnelsBroken || p == nil || e.tunnelRound < e.a.cfg.ProbeFailures || now.Sub(e.handedOver) < handoverBackoff ||
 		now.Sub(e.handoverProbe) < e.a.cfg.ProbeInterval*9/10 {
 		return false
 	}
@@ -562,7 +569,7 @@ func (e *election) handOver(ctx context.Context, nodes []topology.Node, cands []
 	if err := p(pctx, nodes[i]); err != nil {
 		return false
 	}
-	e.handedOver = now
+	e.handedOver, e.handingOver = now, e.tunnelLead
 	e.a.log.Warn("handing the lead over: this node's tunnels still carry nothing and a standby can forward", "to", name)
 	return true
 }

@@ -582,7 +582,7 @@ func TestElectionLastResortLeaderHandsOverOnlyOnceInABackoff(t *testing.T) {
 	r.setTunnels("x", "y")
 	r.steps(3)
 	r.setTunnels()
-	r.steps(5 + int(3*rankDelay/(200*time.Millisecond)) + 1)
+	r.steps(5 + int(3*rankDelay/(200*time.Millisecond)) + 1 + DefaultProbeFailures)
 	r.probeOK["n2"] = true
 	r.steps(2)
 	if r.holder() != "" {
@@ -606,6 +606,63 @@ func TestElectionLastResortLeaderHandsOverOnlyOnceInABackoff(t *testing.T) {
 	r.steps(5)
 	if r.holder() != "" {
 		t.Errorf("holder %q after the backoff: want a second handover", r.holder())
+	}
+}
+
+// lastResortLead makes n1 of a rig with tunnels a last-resort leader: its
+// tunnels failed, it released the lead, nobody took it, and it took it
+// back; it returns once n1 holds it again.
+func lastResortLead(t *testing.T) *electionRig {
+	t.Helper()
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(5)
+	if r.holder() != "" {
+		t.Fatalf("holder %q: want released after its tunnels failed", r.holder())
+	}
+	for range 20 {
+		if r.steps(1); r.holder() == "n1" {
+			return r
+		}
+	}
+	t.Fatalf("holder %q: n1 did not take back a lead nobody took", r.holder())
+	return nil
+}
+
+func TestElectionLastResortLeaderGivesItsTunnelsTheirRoundsBeforeHandingOver(t *testing.T) {
+	// A standby that can forward is there at once, but the WAN came back:
+	// the tunnels answer within the rounds of the new lead, and the lead
+	// stays.
+	r := lastResortLead(t)
+	r.probeOK["n2"] = true
+	r.setTunnels("x", "y")
+	for i := range 50 {
+		if r.steps(1); r.holder() != "n1" {
+			t.Fatalf("step %d: holder %q: the lead moved although the tunnels answer again", i, r.holder())
+		}
+	}
+	if err := r.e.a.Forwarding(); err != nil {
+		t.Errorf("Forwarding = %v, want nil once the tunnels answer", err)
+	}
+}
+
+func TestElectionLastResortLeaderRetriesAHandOverWhoseReleaseFailed(t *testing.T) {
+	r := lastResortLead(t)
+	r.steps(DefaultProbeFailures)
+	r.fake.FailHolds(errors.New("connection refused"))
+	r.probeOK["n2"] = true
+	r.steps(2)
+	if r.holder() != "n1" {
+		t.Fatalf("holder %q: the fake API let a release through", r.holder())
+	}
+	r.fake.FailHolds(nil)
+	r.steps(1)
+	if r.holder() != "" {
+		t.Errorf("holder %q: the hand-over waits for its backoff after a failed release, want it released at the next step", r.holder())
 	}
 }
 

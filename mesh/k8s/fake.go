@@ -261,7 +261,8 @@ func (f *Fake) SetLocationLease(loc string, l *FakeLease) {
 	}
 }
 
-// FailHolds makes HoldLocation return err (nil: succeed again).
+// FailHolds makes HoldLocation and ReleaseLocation return err (nil:
+// succeed again), as an API outage does.
 func (f *Fake) FailHolds(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -299,6 +300,9 @@ func (f *Fake) HoldLocation(_ context.Context, loc, node string, seen LocationLe
 func (f *Fake) ReleaseLocation(_ context.Context, loc, node string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.election().holdErr; err != nil {
+		return err
+	}
 	if l := f.election().leases[loc]; l != nil && l.Holder == node {
 		l.Holder = ""
 	}

@@ -212,10 +212,13 @@ func applyMemoryLimit(opts OpenOptions, log *slog.Logger) (tracked bool) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return false
 	}
-	if !defaultTracker.acquireUnlessBelow(DefaultMemoryLimit) {
+	followed := func(limit, held int64) {
+		log.Debug("Go memory limit follows the memory held", "bytes", limit, "held", held)
+	}
+	if !defaultTracker.acquireUnlessBelow(DefaultMemoryLimit, followed) {
 		return false // a lower limit set by someone else
 	}
-	log.Info("Go memory limit set for the embedded WireGuard device; it follows the live heap",
+	log.Info("Go memory limit set for the embedded WireGuard device; it follows the memory held",
 		"bytes", defaultTracker.limit(), "floor", DefaultMemoryLimit, "headroom", memoryHeadroom)
 	return true
 }

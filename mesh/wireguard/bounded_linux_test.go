@@ -309,12 +309,15 @@ func TestPrivilegedUserspaceDeviceIsBoundedByDefaultAndSetsTheMemoryLimit(t *tes
 		if got != c.want {
 			t.Errorf("InFlight %d: device bounded to %d packets, want %d", c.inFlight, got, c.want)
 		}
+		if got := debug.SetMemoryLimit(-1); got != DefaultMemoryLimit {
+			t.Errorf("InFlight %d: memory limit while open = %d, want %d", c.inFlight, got, DefaultMemoryLimit)
+		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := debug.SetMemoryLimit(-1); got != DefaultMemoryLimit {
-		t.Fatalf("memory limit after Open = %d, want %d", got, DefaultMemoryLimit)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit after the last Close = %d, want the one from before (none)", got)
 	}
 }
 

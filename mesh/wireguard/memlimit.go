@@ -13,84 +13,106 @@ import (
 // with its cluster (the Nodes it watches, its topology, routes and
 // firewall): once the live heap nears the limit, the collector runs
 // without pause and takes the CPU the packets need. So the limit that kg
-// sets itself follows the live heap: memoryHeadroom above it, never below
-// DefaultMemoryLimit.
+// sets itself follows what the runtime holds besides the heap's free
+// space (the live heap and the runtime's own memory), memoryHeadroom above
+// it, never below DefaultMemoryLimit nor above the limit from before, which
+// it gives back when the last device closes.
 
 const (
-	// memoryHeadroom is how far above the live heap the limit that kg sets
-	// stays: in a small cluster at full throughput (about 46 MiB live:
-	// 24 MiB of read buffers, 16 MiB of packets in flight, the agent's own
-	// few MiB) it gives DefaultMemoryLimit, where 52 MiB still held and
-	// 48 MiB starved the device (docs/performance.md, Data plane).
-	memoryHeadroom = 10 << 20
-	// memoryCheckPeriod is how often the limit follows the live heap.
+	// memoryHeadroom is how far above the memory held the limit that kg
+	// sets stays. In a small cluster at full throughput about 46 MiB are
+	// live (24 MiB of read buffers, 16 MiB of packets in flight, the
+	// agent's own few MiB) and the runtime holds a few MiB more: the limit
+	// is then about DefaultMemoryLimit, where 52 MiB still held and 48 MiB
+	// starved the device (docs/performance.md, Data plane).
+	memoryHeadroom = 6 << 20
+	// memoryCheckPeriod is how often the limit follows the memory held.
 	memoryCheckPeriod = time.Second
 	// memoryLimitStep is the least change of the limit worth setting.
 	memoryLimitStep = 1 << 20
 )
 
-// memoryLimitFor returns the memory limit for a live heap of live bytes:
-// headroom above it, never below floor.
-func memoryLimitFor(live, floor, headroom int64) int64 {
-	return max(floor, live+headroom)
+// memoryLimitFor returns the memory limit for held bytes: headroom above
+// them, never below floor nor above ceiling.
+func memoryLimitFor(held, floor, ceiling, headroom int64) int64 {
+	return min(ceiling, max(floor, held+headroom))
 }
 
-// liveHeap returns the live heap marked by the last garbage collection
-// (runtime/metrics /gc/heap/live:bytes), 0 before the first.
-func liveHeap() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+// heldMemory returns what the runtime holds besides the heap's free space,
+// as the memory limit counts it (runtime/metrics): the live heap marked by
+// the last garbage collection and the memory that is not heap (stacks,
+// metadata, the runtime's buffers).
+func heldMemory() int64 {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
 	}
-	return int64(s[0].Value.Uint64())
+	metrics.Read(s)
+	var v [6]int64
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		v[i] = int64(s[i].Value.Uint64())
+	}
+	return v[0] + max(0, v[1]-v[2]-v[3]-v[4]-v[5])
 }
 
-// memoryTracker moves the process's memory limit with its live heap while
-// at least one embedded device that set it is open.
+// memoryTracker moves the process's memory limit with the memory it holds
+// while at least one embedded device that set it is open.
 type memoryTracker struct {
-	live     func() int64
-	set      func(int64) int64
+	held     func() int64
+	set      func(int64) int64 // debug.SetMemoryLimit
 	floor    int64
 	headroom int64
 	period   time.Duration
 
-	mu    sync.Mutex
-	users int
-	stop  chan struct{}
-	done  chan struct{}
-	last  int64 // the limit last set
+	mu     sync.Mutex
+	users  int
+	stop   chan struct{}
+	done   chan struct{}
+	before int64 // the limit before the first user, given back after the last
+	last   int64 // the limit last set (or found)
+	lost   bool  // someone else set the limit since: it is left alone
+	log    func(limit, held int64)
 }
 
 // defaultTracker tracks the limit that kg's embedded devices set.
 var defaultTracker = &memoryTracker{
-	live: liveHeap, set: debug.SetMemoryLimit,
+	held: heldMemory, set: debug.SetMemoryLimit,
 	floor: DefaultMemoryLimit, headroom: memoryHeadroom, period: memoryCheckPeriod,
 }
 
 // acquireUnlessBelow reports whether it started (or joined) following the
-// live heap: not when nobody follows it yet and the process's limit is
+// memory held: not when nobody follows it yet and the process's limit is
 // already floor or lower (someone else set it). It sets the limit for the
-// live heap at once; each successful call needs a release.
-func (t *memoryTracker) acquireUnlessBelow(floor int64) bool {
+// memory held at once, and tells log (if not nil) of each limit it sets
+// until the last release; each successful call needs a release.
+func (t *memoryTracker) acquireUnlessBelow(floor int64, log func(limit, held int64)) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.users == 0 && t.set(-1) <= floor {
+	cur := t.set(-1)
+	if t.users == 0 && cur <= floor {
 		return false
 	}
 	t.users++
 	if t.users > 1 {
 		return true
 	}
-	t.last = 0
+	t.before, t.last, t.lost, t.log = cur, cur, false, log
 	t.adjustLocked()
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go t.run(t.stop, t.done)
 	return true
 }
 
-// release stops following the live heap once no user is left; the limit
-// stays where it was.
+// release stops following the memory held once no user is left, and gives
+// back the limit from before the first user, unless someone else set one
+// since.
 func (t *memoryTracker) release() {
 	t.mu.Lock()
 	t.users--
@@ -105,6 +127,12 @@ func (t *memoryTracker) release() {
 		close(stop)
 		<-done
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.lost && t.set(-1) == t.last {
+		t.set(t.before)
+	}
+	t.last = 0
 }
 
 func (t *memoryTracker) run(stop <-chan struct{}, done chan<- struct{}) {
@@ -123,17 +151,26 @@ func (t *memoryTracker) run(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// adjustLocked sets the limit for the live heap when it moved by
-// memoryLimitStep or more.
+// adjustLocked sets the limit for the memory held when it moved by
+// memoryLimitStep or more, unless someone else set a limit since it last
+// did.
 func (t *memoryTracker) adjustLocked() {
-	limit := memoryLimitFor(t.live(), t.floor, t.headroom)
+	if t.lost || t.set(-1) != t.last {
+		t.lost = true
+		return
+	}
+	held := t.held()
+	limit := memoryLimitFor(held, t.floor, t.before, t.headroom)
 	if d := limit - t.last; d >= memoryLimitStep || d <= -memoryLimitStep {
 		t.set(limit)
 		t.last = limit
+		if t.log != nil {
+			t.log(limit, held)
+		}
 	}
 }
 
-// limit returns the limit last set, 0 before any.
+// limit returns the limit last set, 0 while nobody follows the memory held.
 func (t *memoryTracker) limit() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -1,53 +1,57 @@
 package wireguard
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 )
 
-func TestMemoryLimitForFollowsTheLiveHeapAboveTheFloor(t *testing.T) {
+func TestMemoryLimitForFollowsTheMemoryHeldBetweenTheFloorAndTheCeiling(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		name       string
-		live, want int64
+		name             string
+		held, ceil, want int64
 	}{
-		{name: "no collection yet", live: 0, want: DefaultMemoryLimit},
-		{name: "a small cluster at rest", live: 30 * mib, want: DefaultMemoryLimit},
-		{name: "a small cluster at full throughput", live: 46 * mib, want: DefaultMemoryLimit},
-		{name: "a large cluster's agent", live: 70 * mib, want: 80 * mib},
+		{name: "no collection yet", held: 0, ceil: math.MaxInt64, want: DefaultMemoryLimit},
+		{name: "a small cluster at rest", held: 30 * mib, ceil: math.MaxInt64, want: DefaultMemoryLimit},
+		{name: "a small cluster at full throughput", held: 50 * mib, ceil: math.MaxInt64, want: DefaultMemoryLimit},
+		{name: "a large cluster's agent", held: 80 * mib, ceil: math.MaxInt64, want: 86 * mib},
+		{name: "never above the limit set before", held: 80 * mib, ceil: 64 * mib, want: 64 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := memoryLimitFor(tc.live, DefaultMemoryLimit, memoryHeadroom); got != tc.want {
-				t.Errorf("memoryLimitFor(%d MiB) = %d MiB, want %d MiB", tc.live/mib, got/mib, tc.want/mib)
+			if got := memoryLimitFor(tc.held, DefaultMemoryLimit, tc.ceil, memoryHeadroom); got != tc.want {
+				t.Errorf("memoryLimitFor(%d MiB) = %d MiB, want %d MiB", tc.held/mib, got/mib, tc.want/mib)
 			}
 		})
 	}
 }
 
-// fakeHeap is a live heap and a memory limit for a memoryTracker.
+// fakeHeap is the memory held and the memory limit of a memoryTracker.
 type fakeHeap struct {
 	mu    sync.Mutex
-	live  int64
+	held  int64
 	limit int64
 	sets  int
 }
 
 func (h *fakeHeap) tracker() *memoryTracker {
 	return &memoryTracker{
-		live: func() int64 { h.mu.Lock(); defer h.mu.Unlock(); return h.live },
-		set: func(v int64) int64 {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			old := h.limit
-			if v >= 0 {
-				h.limit, h.sets = v, h.sets+1
-			}
-			return old
-		},
+		held:  func() int64 { h.mu.Lock(); defer h.mu.Unlock(); return h.held },
+		set:   h.set,
 		floor: 56 << 20, headroom: 10 << 20, period: time.Millisecond,
 	}
+}
+
+func (h *fakeHeap) set(v int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.limit
+	if v >= 0 {
+		h.limit, h.sets = v, h.sets+1
+	}
+	return old
 }
 
 func (h *fakeHeap) get() (limit int64, sets int) {
@@ -56,56 +60,99 @@ func (h *fakeHeap) get() (limit int64, sets int) {
 	return h.limit, h.sets
 }
 
-func (h *fakeHeap) setLive(v int64) {
+func (h *fakeHeap) setHeld(v int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.live = v
+	h.held = v
 }
 
-func TestMemoryTrackerRaisesTheLimitAsTheAgentsHeapGrowsAndLowersItBack(t *testing.T) {
-	h := &fakeHeap{live: 20 << 20, limit: 1 << 62}
+func TestMemoryTrackerRaisesTheLimitAsTheAgentGrowsAndGivesTheOldOneBack(t *testing.T) {
+	h := &fakeHeap{held: 20 << 20, limit: math.MaxInt64}
 	tr := h.tracker()
-	if !tr.acquireUnlessBelow(tr.floor) {
+	var logged []int64
+	if !tr.acquireUnlessBelow(tr.floor, func(limit, _ int64) { logged = append(logged, limit) }) {
 		t.Fatal("not acquired with no limit set")
 	}
 	if l, _ := h.get(); l != 56<<20 {
 		t.Fatalf("limit at once = %d MiB, want the floor, 56", l>>20)
 	}
-	h.setLive(90 << 20) // the cluster grew
-	eventually(t, "the limit did not follow the live heap up to 100 MiB", func() bool { l, _ := h.get(); return l == 100<<20 })
+	h.setHeld(90 << 20) // the cluster grew
+	eventually(t, "the limit did not follow the memory held up to 100 MiB", func() bool { l, _ := h.get(); return l == 100<<20 })
 	_, sets := h.get()
-	h.setLive(90<<20 + 512<<10) // less than a step
+	h.setHeld(90<<20 + 512<<10) // less than a step
 	time.Sleep(20 * time.Millisecond)
 	if l, s := h.get(); l != 100<<20 || s != sets {
 		t.Errorf("a change of half a MiB set the limit again: %d bytes, %d sets (was %d)", l, s, sets)
 	}
-	h.setLive(10 << 20)
+	h.setHeld(10 << 20)
 	eventually(t, "the limit did not come back to the floor", func() bool { l, _ := h.get(); return l == 56<<20 })
 	tr.release()
-	h.setLive(200 << 20)
+	if l, _ := h.get(); l != math.MaxInt64 {
+		t.Errorf("limit after the last release = %d, want the one from before (none)", l)
+	}
+	h.setHeld(200 << 20)
 	time.Sleep(20 * time.Millisecond)
-	if l, _ := h.get(); l != 56<<20 {
-		t.Errorf("the limit moved after the last release: %d MiB", l>>20)
+	if l, _ := h.get(); l != math.MaxInt64 {
+		t.Errorf("the limit moved after the last release: %d", l)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(logged) < 3 || logged[0] != 56<<20 {
+		t.Errorf("logged limits %v, want each one set, from 56 MiB", logged)
+	}
+}
+
+func TestMemoryTrackerNeverGoesAboveALimitSetBefore(t *testing.T) {
+	h := &fakeHeap{held: 20 << 20, limit: 64 << 20}
+	tr := h.tracker()
+	if !tr.acquireUnlessBelow(tr.floor, nil) {
+		t.Fatal("not acquired under a limit above the floor")
+	}
+	h.setHeld(200 << 20)
+	time.Sleep(20 * time.Millisecond)
+	if l, _ := h.get(); l != 64<<20 {
+		t.Errorf("limit %d MiB, want at most the 64 MiB set before", l>>20)
+	}
+	tr.release()
+	if l, _ := h.get(); l != 64<<20 {
+		t.Errorf("limit after the last release %d MiB, want the 64 MiB from before", l>>20)
+	}
+}
+
+func TestMemoryTrackerLeavesALimitSetBySomeoneElseSinceAlone(t *testing.T) {
+	h := &fakeHeap{held: 20 << 20, limit: math.MaxInt64}
+	tr := h.tracker()
+	tr.acquireUnlessBelow(tr.floor, nil)
+	h.set(200 << 20) // the program embedding the agent sets its own
+	h.setHeld(300 << 20)
+	time.Sleep(20 * time.Millisecond)
+	tr.release()
+	if l, _ := h.get(); l != 200<<20 {
+		t.Errorf("limit %d MiB, want the 200 MiB set by someone else kept", l>>20)
 	}
 }
 
 func TestMemoryTrackerIsSharedByTheDevicesOfAProcess(t *testing.T) {
-	h := &fakeHeap{live: 20 << 20, limit: 1 << 62}
+	h := &fakeHeap{held: 20 << 20, limit: math.MaxInt64}
 	tr := h.tracker()
-	tr.acquireUnlessBelow(tr.floor)
-	if !tr.acquireUnlessBelow(tr.floor) {
+	tr.acquireUnlessBelow(tr.floor, nil)
+	if !tr.acquireUnlessBelow(tr.floor, nil) {
 		t.Fatal("a second device did not join the tracking (the limit is the tracker's own, at its floor)")
 	}
 	tr.release()
-	h.setLive(90 << 20)
-	eventually(t, "the limit stopped following the heap while a device is still open", func() bool { l, _ := h.get(); return l == 100<<20 })
+	h.setHeld(90 << 20)
+	eventually(t, "the limit stopped following the memory held while a device is still open", func() bool { l, _ := h.get(); return l == 100<<20 })
+	tr.release()
+	if !tr.acquireUnlessBelow(tr.floor, nil) {
+		t.Fatal("a device opened again does not follow the memory held (the last release must give the old limit back)")
+	}
 	tr.release()
 }
 
 func TestMemoryTrackerLeavesALowerLimitAlone(t *testing.T) {
-	h := &fakeHeap{live: 20 << 20, limit: 16 << 20}
+	h := &fakeHeap{held: 20 << 20, limit: 16 << 20}
 	tr := h.tracker()
-	if tr.acquireUnlessBelow(tr.floor) {
+	if tr.acquireUnlessBelow(tr.floor, nil) {
 		tr.release()
 		t.Fatal("acquired although a lower limit was set")
 	}
@@ -114,20 +161,20 @@ func TestMemoryTrackerLeavesALowerLimitAlone(t *testing.T) {
 	}
 }
 
-func TestLiveHeapCountsWhatTheProcessHolds(t *testing.T) {
+func TestHeldMemoryCountsWhatTheProcessHolds(t *testing.T) {
 	const hold = 64 << 20
 	held := make([]byte, hold)
 	for i := range held {
 		held[i] = byte(i)
 	}
 	runtime.GC()
-	if got := liveHeap(); got < hold {
-		t.Errorf("live heap %d MiB while %d MiB are held", got>>20, hold>>20)
+	if got := heldMemory(); got < hold {
+		t.Errorf("memory held %d MiB while %d MiB are live", got>>20, hold>>20)
 	}
-	h := &fakeHeap{limit: 1 << 62}
+	h := &fakeHeap{limit: math.MaxInt64}
 	tr := h.tracker()
-	tr.live = liveHeap
-	tr.acquireUnlessBelow(tr.floor)
+	tr.held = heldMemory
+	tr.acquireUnlessBelow(tr.floor, nil)
 	defer tr.release()
 	if l, _ := h.get(); l < hold+tr.headroom {
 		t.Errorf("limit %d MiB, want at least the %d MiB held and the headroom", l>>20, hold>>20)
