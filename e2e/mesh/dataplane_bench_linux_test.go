@@ -155,7 +155,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 			}
 		}
 	}
-	checkStockPodPath(ctx, b, paths[len(paths)-1], z)
+	checkStockPodPath(ctx, b, paths[len(paths)-1], a, z)
 	mbps := map[string][]float64{} // by path-streams
 	rtt := map[string][]float64{}  // by path, ms
 	b.ResetTimer()
@@ -434,27 +434,31 @@ func routePodsThroughStock(ctx context.Context, b *testing.B, nodes [2]*lab.Node
 }
 
 // checkStockPodPath fails the benchmark unless the stock-pod path p runs
-// through the stock pair: an iperf3 run of one second on it must bring its
-// bytes (1 MB at least) to the stock pair's link on z, not to kilo0.
-func checkStockPodPath(ctx context.Context, b *testing.B, p dpPath, z *lab.Node) {
+// through the stock pair both ways: an iperf3 run of one second on it must
+// bring its data (1 MB at least) to the stock pair's link on z and z's
+// replies (10 kB at least: ACKs, coalesced) to the stock pair's link on a.
+func checkStockPodPath(ctx context.Context, b *testing.B, p dpPath, a, z *lab.Node) {
 	b.Helper()
-	rx := func() int64 {
-		out, err := z.Exec(ctx, "cat", "/sys/class/net/"+stockLink+"/statistics/rx_bytes")
+	rx := func(n *lab.Node) int64 {
+		out, err := n.Exec(ctx, "cat", "/sys/class/net/"+stockLink+"/statistics/rx_bytes")
 		if err != nil {
-			b.Fatalf("%s: rx bytes of %s: %v\n%s", z.Name, stockLink, err, out)
+			b.Fatalf("%s: rx bytes of %s: %v\n%s", n.Name, stockLink, err, out)
 		}
 		v, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
 		if err != nil {
-			b.Fatalf("%s: rx bytes of %s: %v", z.Name, stockLink, err)
+			b.Fatalf("%s: rx bytes of %s: %v", n.Name, stockLink, err)
 		}
 		return v
 	}
-	before := rx()
+	beforeA, beforeZ := rx(a), rx(z)
 	if _, err := iperf(ctx, p, 1, 1); err != nil {
 		b.Fatalf("%s: %v", p.name, err)
 	}
-	if got := rx() - before; got < 1e6 {
-		b.Fatalf("%s: the stock pair's link on %s received %d bytes during an iperf3 run: the path does not go through it", p.name, z.Name, got)
+	if got := rx(z) - beforeZ; got < 1e6 {
+		b.Fatalf("%s: the stock pair's link on %s received %d bytes during an iperf3 run: the data does not go through it", p.name, z.Name, got)
+	}
+	if got := rx(a) - beforeA; got < 1e4 {
+		b.Fatalf("%s: the stock pair's link on %s received %d bytes during an iperf3 run: the replies do not go through it", p.name, a.Name, got)
 	}
 }
 

@@ -8,8 +8,9 @@ package mesh
 // meta-cloud lab twice, in the same lab: first as it is (nodes=0), then
 // once the cluster holds N more Nodes (agentsim, as in
 // BenchmarkLeaderFailoverUnderLoad, whose checks of the simulated ranges it
-// runs too: checkSimulationFitsLab) and every real leader carries them
-// (checkInTopology). A larger cluster gives each agent a larger heap of its
+// runs too: checkSimulationFitsLab), every real leader carries them
+// (checkInTopology) and every agent has written its firewall
+// (waitFirewallsSettled, reported as s/mesh-settled). A larger cluster gives each agent a larger heap of its
 // own (the Nodes it watches, its topology, routes and firewall); the Go
 // memory limit that bounds the embedded device (mesh/wireguard) must leave
 // the data plane room above it, or the collector takes the CPU the packets
@@ -114,7 +115,9 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 	b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 		sim := startSimulatedNodes(ctx, b, c, n, locs, 0)
 		sim.checkInTopology(ctx, b, c, as)
+		b.ReportMetric(waitFirewallsSettled(ctx, b, as, sim.started, 3*time.Minute).Seconds(), "s/mesh-settled")
 		got := measure(b)
+		sim.report(b)
 		for _, s := range []string{"1", "4"} {
 			u := "kilofed-" + s + "-Mbps"
 			b.ReportMetric(median(got[u])/median(base[u]), "x-kilofed-"+s+"-vs-nodes=0")
