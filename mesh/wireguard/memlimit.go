@@ -32,10 +32,14 @@ const (
 	memoryLimitStep = 1 << 20
 )
 
-// memoryLimitFor returns the memory limit for held bytes: headroom above
-// them, never below floor nor above ceiling.
+// memoryLimitFor returns the memory limit for held bytes, never below
+// floor nor above ceiling: headroom above them while they are near floor
+// (a small cluster: the device's buffers are most of it), and as much room
+// as they exceed floor by once they are more (a large cluster's agent:
+// the collector then marks a larger heap each time, and must run less
+// often, as Go's default GOGC=100 would make it).
 func memoryLimitFor(held, floor, ceiling, headroom int64) int64 {
-	return min(ceiling, max(floor, held+headroom))
+	return min(ceiling, max(floor, held+max(headroom, held-floor)))
 }
 
 // heldMemory returns what the runtime holds besides the heap's free space,

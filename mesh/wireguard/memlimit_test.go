@@ -17,8 +17,9 @@ func TestMemoryLimitForFollowsTheMemoryHeldBetweenTheFloorAndTheCeiling(t *testi
 		{name: "no collection yet", held: 0, ceil: math.MaxInt64, want: DefaultMemoryLimit},
 		{name: "a small cluster at rest", held: 30 * mib, ceil: math.MaxInt64, want: DefaultMemoryLimit},
 		{name: "a small cluster at full throughput", held: 50 * mib, ceil: math.MaxInt64, want: DefaultMemoryLimit},
-		{name: "a large cluster's agent", held: 80 * mib, ceil: math.MaxInt64, want: 86 * mib},
-		{name: "never above the limit set before", held: 80 * mib, ceil: 64 * mib, want: 64 * mib},
+		{name: "just above the floor", held: 60 * mib, ceil: math.MaxInt64, want: 66 * mib},
+		{name: "a large cluster's agent", held: 120 * mib, ceil: math.MaxInt64, want: 184 * mib},
+		{name: "never above the limit set before", held: 120 * mib, ceil: 64 * mib, want: 64 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := memoryLimitFor(tc.held, DefaultMemoryLimit, tc.ceil, memoryHeadroom); got != tc.want {
@@ -77,12 +78,12 @@ func TestMemoryTrackerRaisesTheLimitAsTheAgentGrowsAndGivesTheOldOneBack(t *test
 		t.Fatalf("limit at once = %d MiB, want the floor, 56", l>>20)
 	}
 	h.setHeld(90 << 20) // the cluster grew
-	eventually(t, "the limit did not follow the memory held up to 100 MiB", func() bool { l, _ := h.get(); return l == 100<<20 })
+	eventually(t, "the limit did not follow the memory held up to 124 MiB", func() bool { l, _ := h.get(); return l == 124<<20 })
 	_, sets := h.get()
-	h.setHeld(90<<20 + 512<<10) // less than a step
+	h.setHeld(90<<20 + 256<<10) // the limit moves by less than a step
 	time.Sleep(20 * time.Millisecond)
-	if l, s := h.get(); l != 100<<20 || s != sets {
-		t.Errorf("a change of half a MiB set the limit again: %d bytes, %d sets (was %d)", l, s, sets)
+	if l, s := h.get(); l != 124<<20 || s != sets {
+		t.Errorf("a change of half a MiB of the limit set it again: %d bytes, %d sets (was %d)", l, s, sets)
 	}
 	h.setHeld(10 << 20)
 	eventually(t, "the limit did not come back to the floor", func() bool { l, _ := h.get(); return l == 56<<20 })
@@ -141,7 +142,7 @@ func TestMemoryTrackerIsSharedByTheDevicesOfAProcess(t *testing.T) {
 	}
 	tr.release()
 	h.setHeld(90 << 20)
-	eventually(t, "the limit stopped following the memory held while a device is still open", func() bool { l, _ := h.get(); return l == 100<<20 })
+	eventually(t, "the limit stopped following the memory held while a device is still open", func() bool { l, _ := h.get(); return l == 124<<20 })
 	tr.release()
 	if !tr.acquireUnlessBelow(tr.floor, nil) {
 		t.Fatal("a device opened again does not follow the memory held (the last release must give the old limit back)")
