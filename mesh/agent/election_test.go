@@ -541,10 +541,11 @@ func TestElectionNodeWhoseTunnelsFailedStillTakesALeadNobodyElseTakes(t *testing
 	}
 }
 
-func TestElectionLastResortLeaderHandsTheLeadToAStandbyThatCanForward(t *testing.T) {
-	// A double fault: n1's tunnels failed, n2 led, n2 died; n1 took the
-	// lead as the last resort. When n2 comes back able to forward, n1,
-	// whose tunnels still carry nothing, hands the lead over.
+// lastResortLead makes n1 of a rig with tunnels a last-resort leader: its
+// tunnels failed, it released the lead, nobody took it, and it took it
+// back; it returns once n1 holds it again.
+func lastResortLead(t *testing.T) *electionRig {
+	t.Helper()
 	nodes := tunnelNodes()
 	r := newElectionRig(t, "n1", nodes)
 	r.withTunnels(nodes)
@@ -552,10 +553,23 @@ func TestElectionLastResortLeaderHandsTheLeadToAStandbyThatCanForward(t *testing
 	r.steps(3)
 	r.setTunnels()
 	r.steps(5)
-	r.steps(int(3*rankDelay/(200*time.Millisecond)) + 1)
-	if r.holder() != "n1" {
-		t.Fatalf("holder %q: want n1 leading as the last resort", r.holder())
+	if r.holder() != "" {
+		t.Fatalf("holder %q: want released after its tunnels failed", r.holder())
 	}
+	for range 20 {
+		if r.steps(1); r.holder() == "n1" {
+			return r
+		}
+	}
+	t.Fatalf("holder %q: n1 did not take back a lead nobody took", r.holder())
+	return nil
+}
+
+func TestElectionLastResortLeaderHandsTheLeadToAStandbyThatCanForward(t *testing.T) {
+	// A double fault: n1's tunnels failed, n2 led, n2 died; n1 took the
+	// lead as the last resort. When n2 comes back able to forward, n1,
+	// whose tunnels still carry nothing, hands the lead over.
+	r := lastResortLead(t)
 	r.steps(20) // n2 and n3 do not answer: n1 keeps the lead
 	if r.holder() != "n1" {
 		t.Fatalf("holder %q: the last-resort leader gave up a lead nobody can take", r.holder())
@@ -576,13 +590,8 @@ func TestElectionLastResortLeaderHandsOverOnlyOnceInABackoff(t *testing.T) {
 	// n2 answers that it can forward but never takes the lead (say, its
 	// API access is broken): n1 takes the lead back and keeps it for
 	// handoverBackoff before it tries again.
-	nodes := tunnelNodes()
-	r := newElectionRig(t, "n1", nodes)
-	r.withTunnels(nodes)
-	r.setTunnels("x", "y")
-	r.steps(3)
-	r.setTunnels()
-	r.steps(5 + int(3*rankDelay/(200*time.Millisecond)) + 1 + DefaultProbeFailures)
+	r := lastResortLead(t)
+	r.steps(DefaultProbeFailures)
 	r.probeOK["n2"] = true
 	r.steps(2)
 	if r.holder() != "" {
@@ -607,30 +616,6 @@ func TestElectionLastResortLeaderHandsOverOnlyOnceInABackoff(t *testing.T) {
 	if r.holder() != "" {
 		t.Errorf("holder %q after the backoff: want a second handover", r.holder())
 	}
-}
-
-// lastResortLead makes n1 of a rig with tunnels a last-resort leader: its
-// tunnels failed, it released the lead, nobody took it, and it took it
-// back; it returns once n1 holds it again.
-func lastResortLead(t *testing.T) *electionRig {
-	t.Helper()
-	nodes := tunnelNodes()
-	r := newElectionRig(t, "n1", nodes)
-	r.withTunnels(nodes)
-	r.setTunnels("x", "y")
-	r.steps(3)
-	r.setTunnels()
-	r.steps(5)
-	if r.holder() != "" {
-		t.Fatalf("holder %q: want released after its tunnels failed", r.holder())
-	}
-	for range 20 {
-		if r.steps(1); r.holder() == "n1" {
-			return r
-		}
-	}
-	t.Fatalf("holder %q: n1 did not take back a lead nobody took", r.holder())
-	return nil
 }
 
 func TestElectionLastResortLeaderGivesItsTunnelsTheirRoundsBeforeHandingOver(t *testing.T) {
