@@ -100,20 +100,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 	c := l.Cluster("meta")
 	installCRD(ctx, b, c)
 	ips := lab.EchoPodsT(ctx, b, c)
-	as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
-	a := waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
-	z := waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)
-	if _, err := get(ctx, l, c, "echo-"+a.Name, ips["echo-"+z.Name], 60*time.Second); err != nil {
-		b.Fatalf("mesh not up: echo-%s -> echo-%s: %v", a.Name, z.Name, err)
-	}
-	podA, err := c.PodNamespace(ctx, "default", "echo-"+a.Name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	podZ, err := c.PodNamespace(ctx, "default", "echo-"+z.Name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	as, a, z, podA, podZ := startDataPlaneMesh(ctx, b, l, c, ips)
 	podIPA, podIPZ := netip.MustParseAddr(ips["echo-"+a.Name]), netip.MustParseAddr(ips["echo-"+z.Name])
 	stock := startStockPair(ctx, b, stockBin, a, z, podIPA, podIPZ)
 	routePodsThroughStock(ctx, b, [2]*lab.Node{a, z}, [2]netip.Addr{podIPA, podIPZ}, podZ)
@@ -365,6 +352,29 @@ func stockAddr(i int) netip.Addr {
 		a = a.Next()
 	}
 	return a
+}
+
+// startDataPlaneMesh runs kg on every node of c (location granularity, no
+// encapsulation), waits until the leaders of scaleway-paris (a) and
+// aws-euwest3 (z) lead and a's pod reaches z's through them, and returns
+// the agents, a, z and their pods' namespaces: the ends of the data plane
+// benchmarks.
+func startDataPlaneMesh(ctx context.Context, b *testing.B, l *lab.Lab, c *lab.Cluster, ips map[string]string) (as agents, a, z *lab.Node, podA, podZ *lab.Namespace) {
+	b.Helper()
+	as = startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
+	a = waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
+	z = waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)
+	if _, err := get(ctx, l, c, "echo-"+a.Name, ips["echo-"+z.Name], 60*time.Second); err != nil {
+		b.Fatalf("mesh not up: echo-%s -> echo-%s: %v", a.Name, z.Name, err)
+	}
+	var err error
+	if podA, err = c.PodNamespace(ctx, "default", "echo-"+a.Name); err != nil {
+		b.Fatal(err)
+	}
+	if podZ, err = c.PodNamespace(ctx, "default", "echo-"+z.Name); err != nil {
+		b.Fatal(err)
+	}
+	return as, a, z, podA, podZ
 }
 
 // startStockPair runs the two ends of the stock wireguard-go pair on nodes

@@ -40,20 +40,7 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 	}
 	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 25*time.Minute)
 	checkSimulationFitsLab(ctx, b, l, c)
-	as := startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
-	a := waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
-	z := waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)
-	if _, err := get(ctx, l, c, "echo-"+a.Name, ips["echo-"+z.Name], 60*time.Second); err != nil {
-		b.Fatalf("mesh not up: echo-%s -> echo-%s: %v", a.Name, z.Name, err)
-	}
-	podA, err := c.PodNamespace(ctx, "default", "echo-"+a.Name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	podZ, err := c.PodNamespace(ctx, "default", "echo-"+z.Name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	as, a, z, podA, podZ := startDataPlaneMesh(ctx, b, l, c, ips)
 	srv, err := podZ.Start("iperf3", "iperf3", "-s", "-p", iperfPort)
 	if err != nil {
 		b.Fatalf("start iperf3 server in %s: %v", podZ.Name, err)
