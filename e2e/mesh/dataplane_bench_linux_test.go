@@ -4,6 +4,7 @@ package mesh
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -35,6 +36,9 @@ var (
 const (
 	// iperfPort is where the benchmark's iperf3 servers listen.
 	iperfPort = "5201"
+	// stockIperfPort is where the iperf3 server of the stock-pod path
+	// listens: rules route its connections into the stock pair.
+	stockIperfPort = "5202"
 	// stockPort is the UDP port of the stock wireguard-go pair (kg uses 51820).
 	stockPort = 51901
 	// stockLink is the TUN link of the stock pair, on both ends.
@@ -42,7 +46,8 @@ const (
 	// stockTable is the routing table that sends the stock-pod path's
 	// packets, marked with stockTOS, into the stock pair.
 	stockTable = "1901"
-	// stockTOS is the TOS byte of the stock-pod path's packets.
+	// stockTOS is the TOS byte of the stock-pod path's pings (and of
+	// their replies, which copy it).
 	stockTOS = "0x10"
 )
 
@@ -56,8 +61,10 @@ type dpPath struct {
 	name string
 	from *lab.Namespace
 	ip   string
-	// tos is the TOS byte of the client's packets ("" for none): the
-	// stock-pod path's packets carry stockTOS, which routes them into the
+	// port is the iperf3 server's port, iperfPort when empty.
+	port string
+	// tos is the TOS byte of the pings ("" for none): the stock-pod
+	// path's carry stockTOS, which routes them and their replies into the
 	// stock pair.
 	tos string
 }
@@ -76,9 +83,10 @@ type dpPath struct {
 //   - stock: node to node through a stock wireguard-go pair (the library's
 //     defaults, hack/bench/stockwg) on the same two nodes;
 //   - stock-pod: pod to pod, the kilofed path's two pods, through that stock
-//     pair: the client's packets carry stockTOS, the server's pod reflects
-//     it (tcp_reflect_tos; ping replies copy it), and a rule on each node
-//     routes packets of its pod with that TOS into the stock pair. Only
+//     pair: rules on each node route its pod's packets to the other pod
+//     into the stock pair when they belong to the TCP port of the
+//     stock-pod path's iperf3 server (stockIperfPort) or carry stockTOS
+//     (the pings and their replies, which copy it). Only
 //     the tunnel differs from the kilofed path, so kilofed over stock-pod
 //     compares the two on the same path.
 //
@@ -103,11 +111,14 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 	as, a, z, podA, podZ := startDataPlaneMesh(ctx, b, l, c, ips)
 	podIPA, podIPZ := netip.MustParseAddr(ips["echo-"+a.Name]), netip.MustParseAddr(ips["echo-"+z.Name])
 	stock := startStockPair(ctx, b, stockBin, a, z, podIPA, podIPZ)
-	routePodsThroughStock(ctx, b, [2]*lab.Node{a, z}, [2]netip.Addr{podIPA, podIPZ}, podZ)
-	for _, ns := range []*lab.Namespace{z.Namespace(), podZ} {
-		p, err := ns.Start("iperf3", "iperf3", "-s", "-p", iperfPort)
+	routePodsThroughStock(ctx, b, [2]*lab.Node{a, z}, [2]netip.Addr{podIPA, podIPZ})
+	for _, srv := range []struct {
+		ns   *lab.Namespace
+		port string
+	}{{z.Namespace(), iperfPort}, {podZ, iperfPort}, {podZ, stockIperfPort}} {
+		p, err := srv.ns.Start("iperf3", "iperf3", "-s", "-p", srv.port)
 		if err != nil {
-			b.Fatalf("start iperf3 server in %s: %v", ns.Name, err)
+			b.Fatalf("start iperf3 server in %s: %v", srv.ns.Name, err)
 		}
 		b.Cleanup(func() { _ = p.Stop() })
 	}
@@ -116,7 +127,7 @@ func BenchmarkDataPlaneTCP(b *testing.B) {
 		{name: "kilofed", from: podA, ip: ips["echo-"+z.Name]},
 		{name: "kilofed-node", from: a.Namespace(), ip: linkAddr(ctx, b, z, lab.AgentLink)},
 		{name: "stock", from: a.Namespace(), ip: stockAddr(2).String()},
-		{name: "stock-pod", from: podA, ip: podIPZ.String(), tos: stockTOS},
+		{name: "stock-pod", from: podA, ip: podIPZ.String(), port: stockIperfPort, tos: stockTOS},
 	}
 	pids := map[string][]int{
 		"kilofed":      {as[a.Name].Pid(), as[z.Name].Pid()},
@@ -242,10 +253,8 @@ type iperfResult struct {
 // (after one second omitted, TCP's slow start) and returns the received
 // rate in Mbit/s.
 func iperf(ctx context.Context, p dpPath, streams, secs int) (float64, error) {
-	args := []string{"-c", p.ip, "-p", iperfPort, "-J", "-O", "1", "-t", strconv.Itoa(secs), "-P", strconv.Itoa(streams)}
-	if p.tos != "" {
-		args = append(args, "-S", p.tos)
-	}
+	port := cmp.Or(p.port, iperfPort)
+	args := []string{"-c", p.ip, "-p", port, "-J", "-O", "1", "-t", strconv.Itoa(secs), "-P", strconv.Itoa(streams)}
 	out, err := p.from.Exec(ctx, append([]string{"iperf3"}, args...)...)
 	var r iperfResult
 	if jerr := json.Unmarshal(out, &r); jerr != nil || r.Error != "" || err != nil {
@@ -421,16 +430,23 @@ func startStockPair(ctx context.Context, b *testing.B, bin string, a, z *lab.Nod
 	}
 }
 
-// routePodsThroughStock makes the stock-pod path: on each of nodes, a rule
-// sends packets from its pod (pods, in the same order) that carry stockTOS
-// to table stockTable, which routes the other pod into the stock pair; the
-// server's pod, podZ, reflects the client's TOS in its TCP replies. The
-// lab's namespaces go away with the lab, and these with them.
-func routePodsThroughStock(ctx context.Context, b *testing.B, nodes [2]*lab.Node, pods [2]netip.Addr, podZ *lab.Namespace) {
+// routePodsThroughStock makes the stock-pod path: on each of nodes, rules
+// send the packets from its pod to the other (pods, in the same order) of
+// the stock-pod path's TCP connections (to stockIperfPort on a, from it
+// on z) and those that carry stockTOS to table stockTable, which routes
+// the other pod into the stock pair. The lab's namespaces go away with the
+// lab, and these with them.
+func routePodsThroughStock(ctx context.Context, b *testing.B, nodes [2]*lab.Node, pods [2]netip.Addr) {
 	b.Helper()
 	for i, n := range nodes {
+		from, to := pods[i].String(), pods[1-i].String()
+		portSel := []string{"dport", stockIperfPort}
+		if i == 1 {
+			portSel = []string{"sport", stockIperfPort}
+		}
 		for _, argv := range [][]string{
-			{"ip", "rule", "add", "pref", "100", "from", pods[i].String(), "tos", stockTOS, "lookup", stockTable},
+			append([]string{"ip", "rule", "add", "pref", "100", "from", from, "to", to, "ipproto", "tcp"}, append(portSel, "lookup", stockTable)...),
+			{"ip", "rule", "add", "pref", "101", "from", from, "to", to, "tos", stockTOS, "lookup", stockTable},
 			{"ip", "route", "replace", netip.PrefixFrom(pods[1-i], 32).String(), "dev", stockLink, "table", stockTable},
 		} {
 			if out, err := n.Exec(ctx, argv...); err != nil {
@@ -438,15 +454,13 @@ func routePodsThroughStock(ctx context.Context, b *testing.B, nodes [2]*lab.Node
 			}
 		}
 	}
-	if out, err := podZ.Exec(ctx, "sysctl", "-w", "net.ipv4.tcp_reflect_tos=1"); err != nil {
-		b.Fatalf("%s: reflect the TOS of TCP: %v\n%s", podZ.Name, err, out)
-	}
 }
 
 // checkStockPodPath fails the benchmark unless the stock-pod path p runs
 // through the stock pair both ways: an iperf3 run of one second on it must
 // bring its data (1 MB at least) to the stock pair's link on z and z's
-// replies (10 kB at least: ACKs, coalesced) to the stock pair's link on a.
+// replies (10 kB at least: ACKs, coalesced) to the stock pair's link on a,
+// and 20 pings and their replies must cross it.
 func checkStockPodPath(ctx context.Context, b *testing.B, p dpPath, a, z *lab.Node) {
 	b.Helper()
 	rx := func(n *lab.Node) int64 {
@@ -469,6 +483,13 @@ func checkStockPodPath(ctx context.Context, b *testing.B, p dpPath, a, z *lab.No
 	}
 	if got := rx(a) - beforeA; got < 1e4 {
 		b.Fatalf("%s: the stock pair's link on %s received %d bytes during an iperf3 run: the replies do not go through it", p.name, a.Name, got)
+	}
+	beforeA, beforeZ = rx(a), rx(z)
+	if _, err := pingRTT(ctx, p); err != nil {
+		b.Fatalf("%s: %v", p.name, err)
+	}
+	if gotA, gotZ := rx(a)-beforeA, rx(z)-beforeZ; gotA < 20*84 || gotZ < 20*84 {
+		b.Fatalf("%s: during 20 pings the stock pair's links received %d bytes on %s and %d on %s: the pings or their replies do not go through it", p.name, gotA, a.Name, gotZ, z.Name)
 	}
 }
 
