@@ -10,8 +10,9 @@ package mesh
 // BenchmarkLeaderFailoverUnderLoad, whose checks of the simulated ranges it
 // runs too: checkSimulationFitsLab), every real leader carries them
 // (checkInTopology) and every agent has written its firewall
-// (waitFirewallsSettled, reported as s/mesh-settled). A larger cluster gives each agent a larger heap of its
-// own (the Nodes it watches, its topology, routes and firewall); the Go
+// (waitFirewallsSettled, reported as s/mesh-settled). A larger cluster
+// gives each agent a larger heap of its own (the Nodes it watches, its
+// topology, routes and firewall); the Go
 // memory limit that bounds the embedded device (mesh/wireguard) must leave
 // the data plane room above it, or the collector takes the CPU the packets
 // need. It reports the medians of each figure (kilofed-S-Mbps, S the

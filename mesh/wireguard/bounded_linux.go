@@ -194,7 +194,7 @@ func inFlightOf(opts OpenOptions) int {
 }
 
 // applyMemoryLimit sets the Go memory limit of opts for the process, never
-// above one set already, and reports whether it follows the live heap
+// above one set already, and reports whether it follows the memory held
 // (defaultTracker): kg's own default does, and a close must then release
 // it.
 func applyMemoryLimit(opts OpenOptions, log *slog.Logger) (tracked bool) {

@@ -25,7 +25,7 @@ type userspace struct {
 	dev    *device.Device
 	bounds *bounds // nil when unbounded
 	// memTracked says that opening it set the memory limit that follows
-	// the live heap (defaultTracker), which closing it releases.
+	// the memory held (defaultTracker), which closing it releases.
 	memTracked bool
 	uapi       net.Listener
 	done       chan struct{}
