@@ -153,6 +153,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.nodes = cache.NewSharedIndexInformer(
 		Patient(cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())),
 		&corev1.Node{}, 0, cache.Indexers{})
+	if err := c.nodes.SetTransform(slimNode); err != nil {
+		return nil, fmt.Errorf("node cache: %w", err)
+	}
 	leaseInformer := cache.NewSharedIndexInformer(
 		Patient(cache.NewFilteredListWatchFromClient(kube.CoordinationV1().RESTClient(), "leases", cfg.LeaseNamespace,
 			func(o *metav1.ListOptions) { o.LabelSelector = LeaseLabel })),

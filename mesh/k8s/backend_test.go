@@ -198,6 +198,32 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	t.Run("the node cache holds no image, managed field or system info", func(t *testing.T) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, "b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example.com/app:v1"}, SizeBytes: 1 << 20}}
+		n.Status.NodeInfo.KubeletVersion = "v1.37.2"
+		if n, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if len(n.ManagedFields) == 0 {
+			t.Fatal("the API server set no managed fields: nothing to drop")
+		}
+		eventually(t, 10*time.Second, "the cache sees b's new status", func() bool {
+			c, ok := k8s.CachedNode(b, "b")
+			return ok && c.ResourceVersion == n.ResourceVersion
+		})
+		c, _ := k8s.CachedNode(b, "b")
+		if c.ManagedFields != nil || c.Status.Images != nil || c.Status.NodeInfo.KubeletVersion != "" {
+			t.Errorf("cached node b keeps %d managed fields, images %v, system info %+v", len(c.ManagedFields), c.Status.Images, c.Status.NodeInfo)
+		}
+		if len(c.Status.Addresses) != 1 || len(c.Status.Conditions) != 1 || !ready(b, "b") {
+			t.Errorf("cached node b lost its address or Ready condition: %+v", c.Status)
+		}
+	})
+
 	t.Run("since: the Lease's creation, kept by renewals, new for a new run", func(t *testing.T) {
 		since := func() time.Time {
 			nodes, _, _ := b.Snapshot()

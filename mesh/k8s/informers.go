@@ -62,6 +62,28 @@ func checkPeerCRD(kube kubernetes.Interface) error {
 	return fmt.Errorf("%w: %s", ErrNoPeerCRD, fix)
 }
 
+// slimNode is the Node cache's transform: of each Node it keeps what the
+// agent reads (metadata, spec, status addresses and the Ready condition)
+// and drops the rest, the managed fields and the kubelet's status (images,
+// capacity, system info, volumes): several KB per Node that every agent of
+// a large cluster would hold for nothing. Other objects pass unchanged.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	n.ManagedFields = nil
+	var ready []corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = []corev1.NodeCondition{c}
+			break
+		}
+	}
+	n.Status = corev1.NodeStatus{Addresses: n.Status.Addresses, Conditions: ready}
+	return n, nil
+}
+
 // addHandlers wires the informers to the change signal and the Lease tracker.
 func (c *Client) addHandlers(leaseInformer cache.SharedIndexInformer) error {
 	_, errN := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{

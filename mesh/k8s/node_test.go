@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
@@ -310,5 +311,76 @@ func TestNodeFromObject(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// kubeletNode is a Node as a kubelet and kilofed's agent leave it: besides
+// what NodeFromObject reads, conditions of every type, capacity, system
+// info, images and managed fields.
+func kubeletNode(ready corev1.ConditionStatus) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "gpu-1",
+			UID:         "uid-gpu-1",
+			Labels:      map[string]string{DefaultTopologyLabel: "eu", "kubernetes.io/hostname": "gpu-1"},
+			Annotations: map[string]string{KeyAnnotation: keyA, ForceEndpointAnnotation: "gw.example.com:51820", LeadsAnnotation: "eu/3", RotateKeyRequestAnnotation: "r1"},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:images":{}}}`)}},
+			},
+		},
+		Spec: corev1.NodeSpec{PodCIDRs: []string{"10.42.7.0/24", "fd00:42:7::/64"}, ProviderID: "aws:///eu-west-3a/i-0123"},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeReady, Status: ready, Reason: "KubeletReady"},
+				{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse},
+			},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeHostName, Address: "gpu-1"},
+				{Type: corev1.NodeInternalIP, Address: "10.0.7.1"},
+				{Type: corev1.NodeExternalIP, Address: "198.51.100.7"},
+			},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "Debian GNU/Linux 13"},
+		},
+	}
+	for i := range 20 {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{
+			Names:     []string{"registry.example.com/team/app@sha256:" + strings.Repeat(string(rune('a'+i)), 64)},
+			SizeBytes: int64(i) << 20,
+		})
+	}
+	return n
+}
+
+// TestSlimNodeKeepsWhatTheAgentReads checks the Node cache's transform: it
+// drops the managed fields and the kubelet's status but the addresses and
+// the Ready condition, and the agent reads the same node from what is left.
+func TestSlimNodeKeepsWhatTheAgentReads(t *testing.T) {
+	for _, ready := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse} {
+		full := kubeletNode(ready)
+		want, wantErrs := NodeFromObject(full.DeepCopy(), ParseOptions{})
+		obj, err := slimNode(full.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		slim := obj.(*corev1.Node)
+		got, gotErrs := NodeFromObject(slim, ParseOptions{})
+		if diff := cmp.Diff(want, got, netipCmp); diff != "" || len(gotErrs) != len(wantErrs) {
+			t.Errorf("Ready=%s: the agent reads another node from the slim Node (-full +slim):\n%s%v", ready, diff, gotErrs)
+		}
+		if slim.ManagedFields != nil || slim.Status.Images != nil || slim.Status.NodeInfo != (corev1.NodeSystemInfo{}) {
+			t.Errorf("Ready=%s: the slim Node keeps managed fields, images or system info: %+v", ready, slim)
+		}
+		if len(slim.Status.Conditions) != 1 || slim.Status.Conditions[0].Type != corev1.NodeReady {
+			t.Errorf("Ready=%s: conditions %+v, want only Ready", ready, slim.Status.Conditions)
+		}
+		if !cmp.Equal(slim.ObjectMeta.Annotations, full.Annotations) || !cmp.Equal(slim.Spec, full.Spec) || slim.UID != full.UID {
+			t.Errorf("Ready=%s: the slim Node lost metadata or spec", ready)
+		}
+	}
+	gone := cache.DeletedFinalStateUnknown{Key: "gpu-1", Obj: kubeletNode(corev1.ConditionTrue)}
+	obj, err := slimNode(gone)
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); err != nil || !ok || d.Obj != gone.Obj || len(d.Obj.(*corev1.Node).Status.Images) == 0 {
+		t.Errorf("slimNode(%T) = %v, %v; want it unchanged", gone, obj, err)
 	}
 }
