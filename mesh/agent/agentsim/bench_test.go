@@ -336,6 +336,9 @@ func clusterLease(e k8s.Election) time.Duration {
 //     agents are, following loc-00's Lease and probing its leader (the
 //     simulated probe answers at once).
 //
+// With KILOFED_SCALE_KUBELET_STATUS=1 the Nodes also carry a kubelet's
+// status (Layout.Kubelet), as in a real cluster.
+//
 // It reports the agent's resident memory (VmRSS, median and max over 1 s
 // samples) and CPU (% of one core) at rest, then during a churn of 10 Node
 // updates per second (kilo.squat.ai/persistent-keepalive flipped, which
@@ -366,7 +369,7 @@ func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := Layout{Locations: locations}
+	l := Layout{Locations: locations, Kubelet: os.Getenv("KILOFED_SCALE_KUBELET_STATUS") == "1"}
 	objects := make([]int, 0, n-1)
 	for i := 1; i < n; i++ {
 		objects = append(objects, i)

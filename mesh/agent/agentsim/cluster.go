@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,10 @@ type Layout struct {
 	// Locations is how many locations the nodes are spread over, round
 	// robin; at least 1.
 	Locations int
+	// Kubelet gives each Node the status a kubelet writes besides its
+	// addresses (KubeletStatus), so that the agents' Node caches hold what
+	// they hold in a real cluster.
+	Kubelet bool
 }
 
 func (l Layout) locations() int { return max(l.Locations, 1) }
@@ -136,9 +141,61 @@ func (l Layout) CreateNodes(ctx context.Context, kube kubernetes.Interface, idx 
 		if annotations != nil {
 			a = annotations[i]
 		}
-		_, err := kube.CoreV1().Nodes().Create(ctx, l.NodeObject(i, a), metav1.CreateOptions{})
+		n, err := kube.CoreV1().Nodes().Create(ctx, l.NodeObject(i, a), metav1.CreateOptions{})
+		if err != nil || !l.Kubelet {
+			return err
+		}
+		n.Status = l.KubeletStatus(i)
+		_, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{FieldManager: "kubelet"})
 		return err
 	})
+}
+
+// KubeletStatus is the status the kubelet of node i writes: its
+// conditions (Ready), addresses, capacity, system info and 40 container
+// images of two names each, about 10 KB of JSON as on a busy node.
+func (l Layout) KubeletStatus(i int) corev1.NodeStatus {
+	now := metav1.Now()
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32863740Ki"),
+		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("101430960Ki"),
+		"hugepages-1Gi": resource.MustParse("0"), "hugepages-2Mi": resource.MustParse("0"),
+	}
+	st := corev1.NodeStatus{
+		Capacity: res, Allocatable: res.DeepCopy(),
+		Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: l.InternalIP(i).Addr().String()},
+			{Type: corev1.NodeHostName, Address: NodeName(i)},
+		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		NodeInfo: corev1.NodeSystemInfo{
+			MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("ec2%029x", i), BootID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i),
+			KernelVersion: "6.12.48+deb13-cloud-amd64", OSImage: "Debian GNU/Linux 13 (trixie)",
+			ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: "v1.37.2",
+			OperatingSystem: "linux", Architecture: "amd64",
+		},
+	}
+	for _, c := range []struct {
+		t              corev1.NodeConditionType
+		s              corev1.ConditionStatus
+		reason, detail string
+	}{
+		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
+	} {
+		st.Conditions = append(st.Conditions, corev1.NodeCondition{Type: c.t, Status: c.s, Reason: c.reason, Message: c.detail,
+			LastHeartbeatTime: now, LastTransitionTime: now})
+	}
+	for k := range 40 {
+		repo := fmt.Sprintf("registry.example.com/team-%02d/service-%02d", k%7, k)
+		st.Images = append(st.Images, corev1.ContainerImage{
+			Names:     []string{fmt.Sprintf("%s@sha256:%064x", repo, k*7919+1), repo + ":v1." + strconv.Itoa(k)},
+			SizeBytes: int64(20+k*3) << 20,
+		})
+	}
+	return st
 }
 
 // parallel runs f(0..n-1) on up to width goroutines and joins the errors.

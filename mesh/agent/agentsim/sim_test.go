@@ -2,6 +2,7 @@ package agentsim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -80,11 +81,18 @@ func TestSimulatedAgentsConvergeBesideObjectOnlyNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Layout{Locations: 2}
+	l := Layout{Locations: 2, Kubelet: true}
 	agents, objects := []int{0, 1, 2}, []int{3, 4, 5}
 	w := createMixedCluster(ctx, t, env.Config, kube, l, agents, objects, 0)
 	if err := w.CreateLeases(ctx); err != nil {
 		t.Fatal(err)
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, NodeName(4), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(n.Status); len(n.Status.Images) != 40 || len(b) < 8<<10 || len(b) > 14<<10 {
+		t.Fatalf("node 4's kubelet status: %d images, %d bytes of JSON; want 40 and about 10 KB", len(n.Status.Images), len(b))
 	}
 	wctx, stopWriter := context.WithCancel(ctx)
 	defer stopWriter()
