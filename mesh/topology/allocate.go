@@ -133,10 +133,10 @@ func (a *allocator) offsetOf(addr netip.Addr) uint64 {
 // ranges. Segments are served in (slot, key) order, so a segment keeps its
 // address when others come and go unless their slots collide, and keeps
 // it in every case once its nodes announce it.
-func (a *allocator) assignHashed(segs []Segment, ps *problems) {
+func (a *allocator) assignHashed(segs []Segment, ps *problems, sc *scratch) {
 	// Each segment still without address as home<<32 | index in segs
 	// (home < 2^32), sorted; equal homes are then ordered by key.
-	todo := make([]uint64, 0, len(segs))
+	todo := buffer(&sc.u64[0], len(segs))[:0]
 	for i := range segs {
 		if s := &segs[i]; !s.WireGuardIP.IsValid() {
 			todo = append(todo, a.homeOf(s.key)<<32|uint64(i))
@@ -153,7 +153,7 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems) {
 		}
 		lo = hi
 	}
-	hashed := newUint64Set(len(todo))
+	hashed := newUint64Set(len(todo), &sc.u64[1])
 	a.hashed = &hashed
 	for _, h := range todo {
 		s := &segs[uint32(h)]

@@ -13,8 +13,8 @@ import (
 // with a name of their own and a key count.
 type keyHolders map[wgconf.Key][]string
 
-func holdersOf(nodes []Node, peers []Peer) keyHolders {
-	if !mayShareKeys(nodes, peers) {
+func holdersOf(nodes []Node, peers []Peer, sc *scratch) keyHolders {
+	if !mayShareKeys(nodes, peers, sc) {
 		return nil
 	}
 	// Count the keys, and name the holders of the shared ones only.
@@ -67,8 +67,8 @@ func holdersOf(nodes []Node, peers []Peer) keyHolders {
 // mayShareKeys reports whether two named nodes or peers may publish the
 // same key: whether two keys begin with the same 8 bytes. Keys are random,
 // so it is almost always false, found with a set of plain numbers.
-func mayShareKeys(nodes []Node, peers []Peer) bool {
-	heads := newUint64Set(len(nodes) + len(peers))
+func mayShareKeys(nodes []Node, peers []Peer, sc *scratch) bool {
+	heads := newUint64Set(len(nodes)+len(peers), &sc.u64[0])
 	seen := func(name string, key wgconf.Key) bool {
 		return name != "" && !key.IsZero() && !heads.add(binary.BigEndian.Uint64(key[:8]))
 	}
@@ -94,12 +94,12 @@ type uint64Set struct {
 	zero  bool
 }
 
-func newUint64Set(n int) uint64Set {
+func newUint64Set(n int, buf *[]uint64) uint64Set {
 	size := 2
 	for size < 2*n {
 		size <<= 1
 	}
-	return uint64Set{slots: make([]uint64, size)}
+	return uint64Set{slots: buffer(buf, size)}
 }
 
 // add adds v and reports whether it was not in the set yet.

@@ -120,7 +120,7 @@ func TestMayShareKeys(t *testing.T) {
 		{name: "unnamed holders do not count", nodes: []Node{{Name: "a", Key: testKey("a")}, {Key: testKey("a")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := mayShareKeys(tc.nodes, tc.peers); got != tc.want {
+			if got := mayShareKeys(tc.nodes, tc.peers, new(scratch)); got != tc.want {
 				t.Errorf("mayShareKeys = %t, want %t", got, tc.want)
 			}
 		})
@@ -134,10 +134,10 @@ func TestMayShareKeysMany(t *testing.T) {
 	for i := range 500 {
 		nodes = append(nodes, Node{Name: fmt.Sprint("n", i), Key: testKey(fmt.Sprint("n", i))})
 	}
-	if mayShareKeys(nodes, nil) {
+	if mayShareKeys(nodes, nil, new(scratch)) {
 		t.Fatal("500 distinct keys: mayShareKeys = true")
 	}
-	if !mayShareKeys(nodes, []Peer{{Name: "p", PublicKey: testKey("n0")}}) {
+	if !mayShareKeys(nodes, []Peer{{Name: "p", PublicKey: testKey("n0")}}, new(scratch)) {
 		t.Error("a peer copying the first key: mayShareKeys = false")
 	}
 }
@@ -145,7 +145,7 @@ func TestMayShareKeysMany(t *testing.T) {
 // TestUint64Set checks the set of numbers: zero, numbers sharing their
 // last bits (probing), and a full half of the slots.
 func TestUint64Set(t *testing.T) {
-	s := newUint64Set(8)
+	s := newUint64Set(8, new([]uint64))
 	for _, tc := range []struct {
 		v        uint64
 		wantNew  bool

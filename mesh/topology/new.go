@@ -18,9 +18,11 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	}
 	var ps problems
 	t := &Topology{opts: opts}
-	holders := holdersOf(nodes, peers)
-	members, accepted := acceptNodes(nodes, holders, opts, &ps)
-	t.buildSegments(members)
+	sc := getScratch()
+	defer sc.release()
+	holders := holdersOf(nodes, peers, sc)
+	members, accepted := acceptNodes(nodes, holders, opts, &ps, sc)
+	t.buildSegments(members, sc)
 	cs := newClaims()
 	claimNodeRanges(members, opts, cs, &ps)
 	// Room for the services, peers' ranges and allowed location IPs.
@@ -37,11 +39,11 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	}
 	alloc := newAllocator(opts.Subnet, cs)
 	alloc.assignAnnounced(t.Segments)
-	t.Peers = acceptPeers(peers, holders, opts, cs, &ps)
+	t.Peers = acceptPeers(peers, holders, opts, cs, &ps, sc)
 	t.assignLocationIPs(cs, &ps)
-	alloc.assignHashed(t.Segments, &ps)
+	alloc.assignHashed(t.Segments, &ps, sc)
 	t.nodeRanges = cs.base
-	t.finish(accepted, cs.base)
+	t.finish(accepted, cs.base, sc)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {
 		if p.Severity == Excluded {
@@ -56,9 +58,9 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 
 // buildSegments keeps members, sorted by name, for lookups, groups them
 // into location groups and segments, and elects their leaders.
-func (t *Topology) buildSegments(members []*member) {
+func (t *Topology) buildSegments(members []*member, sc *scratch) {
 	t.members = members
-	t.groups = groupMembers(members)
+	t.groups = groupMembers(members, sc)
 	if t.opts.Granularity != LocationGranularity {
 		// A segment per node, by name as members.
 		t.Segments = make([]Segment, 0, len(members))
@@ -129,13 +131,11 @@ func b2i(b bool) int {
 // groupMembers returns the location groups of members, sorted by name:
 // sorted by key, with their members by name in one shared array, and
 // their leaders.
-func groupMembers(members []*member) []group {
-	// Room for a few groups: the append of each new one would allocate
-	// while they are few, a fixed cost that small clusters feel.
-	few := min(len(members), 16) + 1
-	index := keyIndex{keys: make([]segKey, 0, few)}
-	ids := make([]int32, len(members)) // the group of each member
-	sizes := make([]int, 0, few)
+func groupMembers(members []*member, sc *scratch) []group {
+	index := keyIndex{keys: sc.keys[:0]}
+	ids := buffer(&sc.ids, len(members)) // the group of each member
+	sizes := sc.ints[:0]
+	defer func() { sc.keys, sc.ints = index.keys, sizes }() // grown, for the next call
 	for j, m := range members {
 		if j > 0 && m.group == members[j-1].group {
 			ids[j] = ids[j-1]
@@ -189,7 +189,7 @@ func (t *Topology) addSegment(ms []*member, leader *member) {
 // A segment whose nodes are adjacent in accepted (every member's Node, by
 // name) takes its Nodes from there; the others get copies. When the nodes'
 // ranges are base, none overlapping another, they come sorted from there.
-func (t *Topology) finish(accepted []Node, base *disjoint) {
+func (t *Topology) finish(accepted []Node, base *disjoint, sc *scratch) {
 	size := func(s *Segment) int {
 		n := len(s.AllowedLocationIPs) + 1
 		for _, m := range s.members {
@@ -202,7 +202,7 @@ func (t *Topology) finish(accepted []Node, base *disjoint) {
 		total += size(&t.Segments[i])
 	}
 	arena := newPrefixArena(total)
-	endpoints := make([]netip.Addr, 0, len(t.Segments)+len(t.Peers))
+	endpoints := buffer(&sc.addrs, len(t.Segments)+len(t.Peers))[:0]
 	for i := range t.Segments {
 		s := &t.Segments[i]
 		s.AllowedLocationIPs = sortPrefixes(s.AllowedLocationIPs) // normalized, s's own

@@ -112,8 +112,8 @@ func nodeKey(n string) string { return "node:" + n }
 
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name, and the array of their Nodes.
-func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) ([]*member, []Node) {
-	sorted, shared := byName(nodes)
+func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, sc *scratch) ([]*member, []Node) {
+	sorted, shared := byName(nodes, sc)
 	// The members and their Nodes are allocated at once; an excluded
 	// node's slot is reused.
 	slab := make([]member, 0, len(sorted))
@@ -185,8 +185,8 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems) (
 
 // byName returns pointers to nodes sorted by name, stable by position, and
 // whether two of them share a name.
-func byName(nodes []Node) ([]*Node, bool) {
-	sorted := make([]*Node, len(nodes))
+func byName(nodes []Node, sc *scratch) ([]*Node, bool) {
+	sorted := buffer(&sc.nodes, len(nodes))
 	for i := range nodes {
 		sorted[i] = &nodes[i]
 	}

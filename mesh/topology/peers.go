@@ -12,7 +12,7 @@ import (
 // acceptPeers validates peers, oldest first (by Created, then Name), against
 // the ranges claimed so far, claims the ranges of the accepted ones, and
 // returns them normalized and sorted by name.
-func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps *problems) []Peer {
+func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps *problems, sc *scratch) []Peer {
 	// count returns how many peers are named name: a scan while they are
 	// few, a search in their sorted names otherwise.
 	var names []string
@@ -38,7 +38,8 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 		}
 		return j - i
 	}
-	sorted := slices.Clone(peers)
+	sorted := buffer(&sc.peers, len(peers))
+	copy(sorted, peers)
 	slices.SortStableFunc(sorted, func(a, b Peer) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})

@@ -1,0 +1,46 @@
+package topology
+
+import (
+	"net/netip"
+	"sync"
+)
+
+// scratch is working memory that New, WireGuardConfig and Routes use and
+// drop before they return. An agent builds a topology of about the same
+// size on every change, so the buffers go back to a pool and serve the
+// next call: allocating, zeroing and collecting them anew each time is a
+// fixed cost that small clusters feel most.
+type scratch struct {
+	nodes []*Node
+	peers []Peer
+	keys  []segKey
+	addrs []netip.Addr
+	ids   []int32
+	ints  []int
+	u64   [2][]uint64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release gives s back to the pool, without the pointers it held: the
+// pool must not keep the caller's nodes and peers alive.
+func (s *scratch) release() {
+	clear(s.nodes[:cap(s.nodes)])
+	clear(s.peers[:cap(s.peers)])
+	clear(s.keys[:cap(s.keys)])
+	scratchPool.Put(s)
+}
+
+// buffer returns (*buf)[:n], zeroed, and keeps it in *buf, grown when it
+// is too small.
+func buffer[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+		return *buf
+	}
+	*buf = (*buf)[:n]
+	clear(*buf)
+	return *buf
+}
