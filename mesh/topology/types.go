@@ -73,8 +73,6 @@ type Node struct {
 	WireGuardIP netip.Prefix
 	// PersistentKeepalive keeps NAT mappings open; zero disables it.
 	PersistentKeepalive time.Duration
-	// Leader reports whether the node carries the kilo.squat.ai/leader annotation.
-	Leader bool
 	// Since is when the node's agent began its current run (its heartbeat
 	// Lease's creation time, set by the API server); zero when unknown.
 	// Among candidates that are otherwise equal, the one running longest
@@ -84,6 +82,8 @@ type Node struct {
 	// Ready reports whether the node's agent is alive (fresh lease) and
 	// forwarding; only ready nodes are elected leader.
 	Ready bool
+	// Leader reports whether the node carries the kilo.squat.ai/leader annotation.
+	Leader bool
 }
 
 // Peer is an external WireGuard peer declared by a Peer object
