@@ -504,10 +504,17 @@ func sortRoutes(routes []Route) []Route {
 	if len(routes) == 0 {
 		return nil
 	}
-	// Up to 32 routes are sorted without allocating: in a small cluster
-	// the fixed cost of an allocation shows.
-	var small [32]int
-	permute(routes, routeOrder(routes, small[:0]))
+	// Up to 32 routes are sorted in memory on the stack; more in buffers
+	// kept between calls.
+	if len(routes) > 32 {
+		buf := runsPool.Get().(*runsBuffers)
+		buf.ints = routeOrder(routes, buf.ints) // grown, for the next call
+		permute(routes, buf.ints)
+		runsPool.Put(buf)
+	} else {
+		var small [32]int
+		permute(routes, routeOrder(routes, small[:0]))
+	}
 	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })
 }
 
@@ -533,7 +540,9 @@ func routeOrder(routes []Route, order []int) []int {
 		var small [32]uint64 // as in sortRoutes
 		keys := small[:0]
 		if len(routes) > len(small) {
-			keys = make([]uint64, len(routes))
+			buf := runsPool.Get().(*runsBuffers)
+			defer runsPool.Put(buf)
+			keys = buffer(&buf.u64s, len(routes))
 		}
 		keys = keys[:len(routes)]
 		for i, r := range routes {

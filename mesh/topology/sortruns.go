@@ -1,8 +1,8 @@
 package topology
 
 import (
-	"cmp"
 	"slices"
+	"sync"
 )
 
 // sortRuns sorts s: a natural merge sort, which finds the ascending runs s
@@ -10,7 +10,7 @@ import (
 // and a host's routes come in runs (the ranges of each kind in the order of
 // the node names, each segment's allowed IPs sorted), so it does a few
 // passes where a sort from scratch does many.
-func sortRuns[T cmp.Ordered](s []T) {
+func sortRuns(s []uint64) {
 	if len(s) <= 64 {
 		// In place, without the merge's two allocations: a fixed cost
 		// that shows in small clusters.
@@ -24,14 +24,16 @@ func sortRuns[T cmp.Ordered](s []T) {
 	if runs == 1 {
 		return
 	}
-	bounds := make([]int, 1, runs+1) // run r is s[bounds[r]:bounds[r+1]]
+	buf := runsPool.Get().(*runsBuffers)
+	defer runsPool.Put(buf)
+	bounds := buffer(&buf.ints, runs+1)[:1] // run r is s[bounds[r]:bounds[r+1]]
 	for i := 1; i < len(s); i++ {
 		if s[i-1] > s[i] {
 			bounds = append(bounds, i)
 		}
 	}
 	bounds = append(bounds, len(s))
-	src, dst := s, make([]T, len(s))
+	src, dst := s, buffer(&buf.u64s, len(s))
 	for len(bounds) > 2 {
 		next := bounds[:1]
 		for r := 0; r+1 < len(bounds); r += 2 {
@@ -47,8 +49,17 @@ func sortRuns[T cmp.Ordered](s []T) {
 	copy(s, src) // a no-op when src is s
 }
 
+// runsBuffers are the working memory of sortRuns and sortRoutes, kept
+// between calls.
+type runsBuffers struct {
+	ints []int
+	u64s []uint64
+}
+
+var runsPool = sync.Pool{New: func() any { return new(runsBuffers) }}
+
 // merge merges the sorted a and b into dst.
-func merge[T cmp.Ordered](dst, a, b []T) {
+func merge(dst, a, b []uint64) {
 	i, j := 0, 0
 	for k := range dst {
 		if j == len(b) || (i < len(a) && a[i] <= b[j]) {
