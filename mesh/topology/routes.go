@@ -506,13 +506,13 @@ func sortRoutes(routes []Route) []Route {
 	}
 	// Up to 32 routes are sorted in memory on the stack; more in buffers
 	// kept between calls.
-	if len(routes) > 32 {
+	if len(routes) > 32 && len(routes) <= maxPooled {
 		buf := runsPool.Get().(*runsBuffers)
 		buf.ints = routeOrder(routes, buf.ints) // grown, for the next call
 		permute(routes, buf.ints)
 		runsPool.Put(buf)
 	} else {
-		var small [32]int
+		var small [32]int // grown by routeOrder past 32
 		permute(routes, routeOrder(routes, small[:0]))
 	}
 	return slices.CompactFunc(routes, func(a, b Route) bool { return a.Dst == b.Dst && a.Table == b.Table })

@@ -33,9 +33,19 @@ func (s *scratch) release() {
 	scratchPool.Put(s)
 }
 
+// maxPooled is the most elements a pooled buffer keeps. A cluster large
+// enough to need more allocates several MB per topology, so the collector
+// runs about once per call and empties the pools anyway; buffers kept
+// alive across those cycles only cost the runtime more work (measured:
+// 5000 nodes took 1.5 times as long, with 25 times the page faults).
+const maxPooled = 4096
+
 // buffer returns (*buf)[:n], zeroed, and keeps it in *buf, grown when it
-// is too small.
+// is too small, unless n is above maxPooled.
 func buffer[T any](buf *[]T, n int) []T {
+	if n > maxPooled {
+		return make([]T, n)
+	}
 	if cap(*buf) < n {
 		*buf = make([]T, n)
 		return *buf
