@@ -340,9 +340,11 @@ func clusterLease(e k8s.Election) time.Duration {
 // status (Layout.Kubelet), as in a real cluster.
 //
 // It reports the agent's resident memory (VmRSS, median and max over 1 s
-// samples) and CPU (% of one core) at rest, then during a churn of 10 Node
-// updates per second (kilo.squat.ai/persistent-keepalive flipped, which
-// every agent reconciles), and the API server's load in each window
+// samples, and the median of its anonymous part, RssAnon: the heap and
+// stacks without the executable's pages) and CPU (% of one core) at rest,
+// then during a churn of 10 Node updates per second
+// (kilo.squat.ai/persistent-keepalive flipped, which every agent
+// reconciles), and the API server's load in each window
 // (requests/s but WATCH, the Writer's included; watch events/s; CPU).
 func BenchmarkAgentIn1000NodeCluster(b *testing.B) {
 	n := envInt("KILOFED_SCALE_CLUSTER_NODES", 1000) // another size, for a comparison by hand
@@ -431,12 +433,15 @@ func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 		}
 		renewals0, late0 := w.Renewals.Load(), w.Late.Load()
 		rec0, lc0 := stats()
-		var rss []float64
+		var rss, anon []float64
 		deadline := time.Now().Add(window)
 		for time.Now().Before(deadline) {
 			time.Sleep(time.Second)
 			if r, err := RSSBytes(child.Process.Pid); err == nil {
 				rss = append(rss, float64(r)/(1<<20))
+			}
+			if r, err := RSSAnonBytes(child.Process.Pid); err == nil {
+				anon = append(anon, float64(r)/(1<<20))
 			}
 		}
 		cpu1, err := ProcCPUSeconds(child.Process.Pid)
@@ -458,6 +463,10 @@ func agentInClusterRound(b *testing.B, n int, election k8s.Election) figures {
 		m[name+"-agent-cpu-%"] = 100 * (cpu1 - cpu0) / secs
 		m[name+"-agent-rss-MB"] = rss[len(rss)/2]
 		m[name+"-agent-rss-max-MB"] = rss[len(rss)-1]
+		if len(anon) > 0 { // the heap and stacks; the rest of VmRSS is the executable's pages
+			slices.Sort(anon)
+			m[name+"-agent-rss-anon-MB"] = anon[len(anon)/2]
+		}
 		m[name+"-writer-renewals/s"] = float64(w.Renewals.Load()-renewals0) / secs
 		reportAPI(b, m, name+"-", from, to)
 		b.Logf("%s: %.1f s, agent CPU %.2f s, RSS samples %v", name, secs, cpu1-cpu0, rss)

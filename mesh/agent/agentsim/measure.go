@@ -217,13 +217,21 @@ func SelfCPUSeconds() float64 {
 }
 
 // RSSBytes returns process pid's resident memory (VmRSS).
-func RSSBytes(pid int) (int64, error) {
+func RSSBytes(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// RSSAnonBytes returns process pid's anonymous resident memory (RssAnon):
+// its heap and stacks, without the pages of its executable and libraries
+// that VmRSS also counts.
+func RSSAnonBytes(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
+
+// statusBytes returns the field of /proc/PID/status given in kB, in bytes.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) < 1 {
 				break
@@ -232,7 +240,7 @@ func RSSBytes(pid int) (int64, error) {
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
 }
 
 // ChildPID returns the PID of the child of parent whose executable is

@@ -65,6 +65,10 @@ func TestProcCPUAndRSSOfThisProcess(t *testing.T) {
 	if err != nil || rss < 1<<20 {
 		t.Errorf("RSSBytes(self) = %d, %v; want at least 1 MiB", rss, err)
 	}
+	anon, err := RSSAnonBytes(os.Getpid())
+	if err != nil || anon < 1<<20 || anon > rss+rss/2 { // read at another instant
+		t.Errorf("RSSAnonBytes(self) = %d, %v; want at least 1 MiB and about VmRSS (%d) at most", anon, err, rss)
+	}
 }
 
 // TestSimulatedAgentsConvergeBesideObjectOnlyNodes runs three agents and
