@@ -507,10 +507,10 @@ func sortRoutes(routes []Route) []Route {
 	// Up to 32 routes are sorted in memory on the stack; more in buffers
 	// kept between calls.
 	if len(routes) > 32 && len(routes) <= maxPooled {
-		buf := runsPool.Get().(*runsBuffers)
-		buf.ints = routeOrder(routes, buf.ints) // grown, for the next call
-		permute(routes, buf.ints)
-		runsPool.Put(buf)
+		sc := getScratch()
+		sc.ints = routeOrder(routes, sc.ints) // grown, for the next call
+		permute(routes, sc.ints)
+		sc.release()
 	} else {
 		var small [32]int // grown by routeOrder past 32
 		permute(routes, routeOrder(routes, small[:0]))
@@ -540,9 +540,9 @@ func routeOrder(routes []Route, order []int) []int {
 		var small [32]uint64 // as in sortRoutes
 		keys := small[:0]
 		if len(routes) > len(small) {
-			buf := runsPool.Get().(*runsBuffers)
-			defer runsPool.Put(buf)
-			keys = buffer(&buf.u64s, len(routes))
+			sc := getScratch()
+			defer sc.release()
+			keys = buffer(&sc.u64[0], len(routes))
 		}
 		keys = keys[:len(routes)]
 		for i, r := range routes {

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// scratch is working memory that New, WireGuardConfig and Routes use and
-// drop before they return. An agent builds a topology of about the same
+// scratch is working memory that New, Routes and sortRuns use and drop
+// before they return. An agent builds a topology of about the same
 // size on every change, so the buffers go back to a pool and serve the
 // next call: allocating, zeroing and collecting them anew each time is a
 // fixed cost that small clusters feel most.
@@ -25,11 +25,13 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 // release gives s back to the pool, without the pointers it held: the
-// pool must not keep the caller's nodes and peers alive.
+// pool must not keep the caller's nodes and peers alive. Each buffer's
+// length is what its last call used (buffer, and the appends of
+// groupMembers), and what lies beyond was cleared by an earlier release.
 func (s *scratch) release() {
-	clear(s.nodes[:cap(s.nodes)])
-	clear(s.peers[:cap(s.peers)])
-	clear(s.keys[:cap(s.keys)])
+	clear(s.nodes)
+	clear(s.peers)
+	clear(s.keys)
 	scratchPool.Put(s)
 }
 

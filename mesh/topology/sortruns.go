@@ -1,9 +1,6 @@
 package topology
 
-import (
-	"slices"
-	"sync"
-)
+import "slices"
 
 // sortRuns sorts s: a natural merge sort, which finds the ascending runs s
 // is made of and merges them pairwise. The nodes' ranges
@@ -12,8 +9,8 @@ import (
 // passes where a sort from scratch does many.
 func sortRuns(s []uint64) {
 	if len(s) <= 64 {
-		// In place, without the merge's two allocations: a fixed cost
-		// that shows in small clusters.
+		// In place, without the merge's buffers: a fixed cost that shows
+		// in small clusters.
 		slices.Sort(s)
 		return
 	}
@@ -24,16 +21,16 @@ func sortRuns(s []uint64) {
 	if runs == 1 {
 		return
 	}
-	buf := runsPool.Get().(*runsBuffers)
-	defer runsPool.Put(buf)
-	bounds := buffer(&buf.ints, runs+1)[:1] // run r is s[bounds[r]:bounds[r+1]]
+	sc := getScratch()
+	defer sc.release()
+	bounds := buffer(&sc.ints, runs+1)[:1] // run r is s[bounds[r]:bounds[r+1]]
 	for i := 1; i < len(s); i++ {
 		if s[i-1] > s[i] {
 			bounds = append(bounds, i)
 		}
 	}
 	bounds = append(bounds, len(s))
-	src, dst := s, buffer(&buf.u64s, len(s))
+	src, dst := s, buffer(&sc.u64[0], len(s))
 	for len(bounds) > 2 {
 		next := bounds[:1]
 		for r := 0; r+1 < len(bounds); r += 2 {
@@ -48,15 +45,6 @@ func sortRuns(s []uint64) {
 	}
 	copy(s, src) // a no-op when src is s
 }
-
-// runsBuffers are the working memory of sortRuns and sortRoutes, kept
-// between calls.
-type runsBuffers struct {
-	ints []int
-	u64s []uint64
-}
-
-var runsPool = sync.Pool{New: func() any { return new(runsBuffers) }}
 
 // merge merges the sorted a and b into dst.
 func merge(dst, a, b []uint64) {
