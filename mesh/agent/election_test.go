@@ -513,10 +513,22 @@ func TestElectionLeaderWhoseTunnelsStopAnsweringReleasesAndDoesNotTakeTheLeadBac
 }
 
 func TestElectionNodeWhoseTunnelsFailedStillTakesALeadNobodyElseTakes(t *testing.T) {
-	// Nobody else takes the lead: n1 does, after every other standby's
-	// turn, and keeps it although its tunnels stay silent (one handover at
-	// most).
-	r := lastResortLead(t)
+	nodes := tunnelNodes()
+	r := newElectionRig(t, "n1", nodes)
+	r.withTunnels(nodes)
+	r.setTunnels("x", "y")
+	r.steps(3)
+	r.setTunnels()
+	r.steps(5)
+	if r.holder() != "" {
+		t.Fatalf("holder %q, want released", r.holder())
+	}
+	// Nobody else takes it: n1 does, after every other standby's turn, and
+	// keeps it although its tunnels stay silent (one handover at most).
+	r.steps(int(3*rankDelay/(200*time.Millisecond)) + 1)
+	if r.holder() != "n1" {
+		t.Fatalf("holder %q: a location must keep a leader", r.holder())
+	}
 	r.steps(50)
 	if r.holder() != "n1" {
 		t.Errorf("holder %q: the lead flapped", r.holder())
