@@ -51,6 +51,7 @@ type addresses struct {
 // dataplane holds the kernel state kg sets up and tears down.
 type dataplane struct {
 	dev    wireguard.Device
+	health *deviceHealth // whether dev answered lately, for forwarding
 	router route.Router
 	fw     firewall.Firewall // nil when the firewall is unavailable
 	enc    encap.Encapsulator
@@ -230,6 +231,8 @@ func setUpDataplane(ctx context.Context, o options, topo *topology.Options, addr
 		}
 		return nil, err
 	}
+	dp.health = newDeviceHealth(deviceStale, time.Now)
+	go dp.health.watch(ctx, dp.dev, deviceCheckPeriod)
 	if dp.router, err = route.NewRouter(route.RouterOptions{Logger: log.With("component", "route")}); err != nil {
 		return nil, err
 	}
@@ -316,7 +319,7 @@ func agentConfig(ctx context.Context, o options, topo topology.Options, key wgco
 		InternalIP:           addrs.internal,
 		InternalIP6:          addrs.internal6,
 		HeartbeatPeriod:      o.leaseDuration / 3,
-		Forwarding:           func() error { return forwarding(ctx, addrs.underlay, o.iface, dp.dev) },
+		Forwarding:           func() error { return forwarding(addrs.underlay, o.iface, dp.health) },
 		Device:               dp.dev,
 		Links:                links{},
 		Router:               dp.router,
@@ -415,20 +418,27 @@ func (dp *dataplane) close(ctx context.Context, o options, log *slog.Logger) {
 	}
 }
 
-// forwarding is the node's own data-plane check before each heartbeat: its
-// underlay link is up with carrier, and its WireGuard device answers.
-func forwarding(ctx context.Context, underlay, wgLink string, dev wireguard.Device) error {
+// How often deviceHealth reads the device, and how long without an answer
+// makes it dead: a hung device loses the lead within about deviceStale.
+const (
+	deviceCheckPeriod = 500 * time.Millisecond
+	deviceStale       = 2 * time.Second
+)
+
+// forwarding is the node's own data-plane check before each heartbeat and
+// what it answers the standbys' probes: its underlay link is up with
+// carrier, its WireGuard link is up and its device answered lately (dev),
+// and IPv4 forwarding is on.
+func forwarding(underlay, wgLink string, dev *deviceHealth) error {
 	up, err := link.OperUp(underlay)
 	if err != nil {
 		return err
 	}
 	wgUp, wgErr := link.OperUp(wgLink)
 	ipForward, fwErr := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
 	var showErr error
 	if up {
-		_, showErr = dev.Show(ctx)
+		showErr = dev.err()
 	}
 	return forwardingState{underlay: underlay, underlayUp: up, wgLink: wgLink, wgUp: wgUp, wgErr: wgErr,
 		ipForward: string(ipForward), ipForwardErr: fwErr, showErr: showErr}.err()
