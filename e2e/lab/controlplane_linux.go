@@ -64,11 +64,11 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		return err
 	}
 
-	etcdPort, err := freePort()
+	etcdPort, err := l.freePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := l.freePort()
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (l *Lab) startControlPlane(ctx context.Context, c *Cluster) error {
 		"--profiling=false",
 	}, ready: c.waitAPIServer}
 
-	kcmPort, err := freePort()
+	kcmPort, err := l.freePort()
 	if err != nil {
 		return err
 	}
@@ -264,16 +264,6 @@ func waitHTTP(ctx context.Context, p *Process, timeout time.Duration, url string
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // firstAddr returns the first host address of a prefix (the kubernetes

@@ -56,6 +56,7 @@ type Lab struct {
 	netns         []string // namespaces the lab created
 	hosts         []*Host  // AddHost's hosts, under mu
 	hostSeq       int      // hosts AddHost tried to build, under closeMu
+	nextPort      int      // next offset in the slot's port block, under mu
 }
 
 // undoStep is one thing Close undoes, newest first.

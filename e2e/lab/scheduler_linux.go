@@ -27,7 +27,7 @@ func (l *Lab) defineScheduler(c *Cluster, dir string) error {
 	if err := c.writeIdentity(kubeconfig, "system:kube-scheduler"); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := l.freePort()
 	if err != nil {
 		return err
 	}
