@@ -41,6 +41,7 @@ type options struct {
 	logLevel             string
 	listen               string
 	serveGraph           bool
+	profiling            bool
 	wireguard            wireguard.Mode
 	keyFile              string
 	forceExternalIP      string
@@ -117,6 +118,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "all, debug, info, warn, error or none")
 	fs.StringVar(&o.listen, "listen", ":1107", "address of the HTTP server (/metrics, /health; /graph with --serve-graph); bind it to a private address, it has no authentication")
 	fs.BoolVar(&o.serveGraph, "serve-graph", false, "also serve the mesh's topology (node names, addresses, keys' owners) on /graph")
+	fs.BoolVar(&o.profiling, "profiling", false, "also serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/, as kube-apiserver's --profiling does")
 	fs.Var(&o.wireguard, "wireguard", "WireGuard implementation: auto, kernel or userspace (embedded wireguard-go)")
 	fs.StringVar(&o.keyFile, "key-file", "/var/lib/kilo/key", "file holding this node's WireGuard private key (created 0600 if absent; delete it and restart to rotate)")
 	fs.StringVar(&o.forceExternalIP, "force-external-ip", "", "announce this IP (or host:port) as the node's endpoint instead of its ExternalIP")

@@ -96,7 +96,11 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	reg.MustRegister(agent.NewDeviceCollector(dp.dev, a.PeerNames))
-	srv := serveHTTP(o.listen, a.Handler(reg), log)
+	h := a.Handler(reg)
+	if o.profiling {
+		h = withProfiling(h)
+	}
+	srv := serveHTTP(o.listen, h, log)
 	log.Info("kg running", "node", o.hostname, "interface", o.iface, "granularity", topo.Granularity, "encapsulate", topo.Encapsulate)
 	runErr := runAgent(ctx, a, log)
 

@@ -368,9 +368,9 @@ func stockAddr(i int) netip.Addr {
 // aws-euwest3 (z) lead and a's pod reaches z's through them, and returns
 // the agents, a, z and their pods' namespaces: the ends of the data plane
 // benchmarks.
-func startDataPlaneMesh(ctx context.Context, b *testing.B, l *lab.Lab, c *lab.Cluster, ips map[string]string) (as agents, a, z *lab.Node, podA, podZ *lab.Namespace) {
+func startDataPlaneMesh(ctx context.Context, b *testing.B, l *lab.Lab, c *lab.Cluster, ips map[string]string, extra ...string) (as agents, a, z *lab.Node, podA, podZ *lab.Namespace) {
 	b.Helper()
-	as = startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never"})
+	as = startMesh(b, c, meshOptions{granularity: "location", encapsulate: "never", extra: extra})
 	a = waitLeaderOf(ctx, b, c, as, "scaleway-paris", 60*time.Second)
 	z = waitLeaderOf(ctx, b, c, as, "aws-euwest3", 60*time.Second)
 	if _, err := get(ctx, l, c, "echo-"+a.Name, ips["echo-"+z.Name], 60*time.Second); err != nil {

@@ -21,17 +21,24 @@ package mesh
 // and the largest during it (kg-a/z-rss-MB), in MB (10^6 bytes).
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kilofed/kilofed/e2e/lab"
 )
 
 var (
 	dataplaneScaleNodes     = flag.Int("dataplanescale.nodes", 1000, "simulated Nodes of BenchmarkDataPlaneInLargeCluster")
 	dataplaneScaleLocations = flag.Int("dataplanescale.locations", 10, "simulated locations of BenchmarkDataPlaneInLargeCluster")
+	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile and a heap profile of kg on both ends, taken during a 4-stream run, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof")
 )
 
 func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
@@ -41,7 +48,11 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 	}
 	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 25*time.Minute)
 	checkSimulationFitsLab(ctx, b, l, c)
-	as, a, z, podA, podZ := startDataPlaneMesh(ctx, b, l, c, ips)
+	var extra []string
+	if *dataplaneScaleProfile != "" {
+		extra = append(extra, "--profiling")
+	}
+	as, a, z, podA, podZ := startDataPlaneMesh(ctx, b, l, c, ips, extra...)
 	srv, err := podZ.Start("iperf3", "iperf3", "-s", "-p", iperfPort)
 	if err != nil {
 		b.Fatalf("start iperf3 server in %s: %v", podZ.Name, err)
@@ -89,6 +100,9 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 			b.ReportMetric(slices.Min(s), "min:"+u)
 			b.ReportMetric(slices.Max(s), "max:"+u)
 		}
+		if *dataplaneScaleProfile != "" {
+			profileAgents(ctx, b, l.LabBinary(), []*lab.Node{a, z}, p, *dataplaneScaleProfile)
+		}
 		b.Logf("%s -> %s: kilofed 1 stream %.0f Mbit/s (%.0f-%.0f), 4 streams %.0f (%.0f-%.0f); kg VmRSS idle %.1f / %.1f MB, at full throughput %.1f / %.1f MB",
 			a.Name, z.Name, median(got["kilofed-1-Mbps"]), slices.Min(got["kilofed-1-Mbps"]), slices.Max(got["kilofed-1-Mbps"]),
 			median(got["kilofed-4-Mbps"]), slices.Min(got["kilofed-4-Mbps"]), slices.Max(got["kilofed-4-Mbps"]),
@@ -111,6 +125,49 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 			b.ReportMetric(median(got[u])/median(base[u]), "x-kilofed-"+s+"-vs-nodes=0")
 		}
 	})
+}
+
+// profileAgents takes a 5 s CPU profile of kg on each of nodes (a, then z)
+// during a 4-stream iperf3 run on p, then a heap profile, and writes them
+// to dir as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof.
+func profileAgents(ctx context.Context, b *testing.B, bin string, nodes []*lab.Node, p dpPath, dir string) {
+	b.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	tag := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
+	get := func(n *lab.Node, path string) ([]byte, error) {
+		return n.Exec(ctx, bin, "workload", "get", "--timeout", "30s", "http://127.0.0.1:1107/debug/pprof/"+path)
+	}
+	type profile struct {
+		out []byte
+		err error
+	}
+	cpu := make([]chan profile, len(nodes))
+	for i, n := range nodes {
+		cpu[i] = make(chan profile, 1)
+		go func() {
+			out, err := get(n, "profile?seconds=5")
+			cpu[i] <- profile{out, err}
+		}()
+	}
+	if _, err := iperf(ctx, p, 4, 7); err != nil {
+		b.Fatalf("profiled 4-stream run: %v", err)
+	}
+	for i, n := range nodes {
+		got := <-cpu[i]
+		heap, err := get(n, "heap")
+		if got.err != nil || err != nil {
+			b.Fatalf("profiles of kg on %s: %v, %v", n.Name, got.err, err)
+		}
+		for kind, data := range map[string][]byte{"cpu": got.out, "heap": heap} {
+			f := filepath.Join(dir, fmt.Sprintf("kg-%s-%s-%s.pprof", "az"[i:i+1], kind, tag))
+			if err := os.WriteFile(f, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Logf("profiles of kg on %s and %s in %s", nodes[0].Name, nodes[1].Name, dir)
 }
 
 func first(s []float64) float64 {
