@@ -38,7 +38,7 @@ import (
 var (
 	dataplaneScaleNodes     = flag.Int("dataplanescale.nodes", 1000, "simulated Nodes of BenchmarkDataPlaneInLargeCluster")
 	dataplaneScaleLocations = flag.Int("dataplanescale.locations", 10, "simulated locations of BenchmarkDataPlaneInLargeCluster")
-	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile and a heap profile of kg on both ends, taken during a 4-stream run, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof")
+	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile of kg on both ends, taken during a 4-stream run, and a heap profile right after it, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof")
 )
 
 func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
@@ -137,7 +137,7 @@ func profileAgents(ctx context.Context, b *testing.B, bin string, nodes []*lab.N
 	}
 	tag := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
 	get := func(n *lab.Node, path string) ([]byte, error) {
-		return n.Exec(ctx, bin, "workload", "get", "--timeout", "30s", "http://127.0.0.1:1107/debug/pprof/"+path)
+		return n.Exec(ctx, bin, "workload", "get", "--timeout", "30s", fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", lab.AgentHTTPPort, path))
 	}
 	type profile struct {
 		out []byte
