@@ -4,6 +4,7 @@ package mesh
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -107,7 +108,7 @@ func TestMeshKeepsWorkingWithBadInputAndReportsIt(t *testing.T) {
 	}
 	var metrics string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		out, err := leader.Exec(ctx, l.LabBinary(), "workload", "get", "http://127.0.0.1:1107/metrics")
+		out, err := leader.Exec(ctx, l.LabBinary(), "workload", "get", fmt.Sprintf("http://127.0.0.1:%d/metrics", lab.AgentHTTPPort))
 		if err == nil && strings.Contains(string(out), `kilo_problems{kind="node",severity="excluded"}`) &&
 			strings.Contains(string(out), `kilo_problems{kind="object",severity="excluded"}`) {
 			metrics = string(out)
@@ -131,7 +132,7 @@ func TestMeshKeepsWorkingWithBadInputAndReportsIt(t *testing.T) {
 	if t.Failed() {
 		t.Logf("metrics:\n%s", metrics)
 	}
-	out, err := leader.Exec(ctx, l.LabBinary(), "workload", "get", "http://127.0.0.1:1107/health")
+	out, err := leader.Exec(ctx, l.LabBinary(), "workload", "get", fmt.Sprintf("http://127.0.0.1:%d/health", lab.AgentHTTPPort))
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Errorf("/health of %s = %q, %v; want ok despite bad input", leader.Name, out, err)
 	}
