@@ -88,7 +88,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 		return nil, false
 	}
 	d.v4 = b.joinV4()
-	sortRuns(d.v4)
+	sortKeys(d.v4)
 	slices.SortFunc(d.v6, func(x, y claim6) int {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.ref, y.ref))
 	})

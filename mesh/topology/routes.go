@@ -549,7 +549,7 @@ func routeOrder(routes []Route, order []int) []int {
 			first, _ := range4(r.Dst)
 			keys[i] = uint64(first)<<32 | uint64(r.Dst.Bits())<<26 | uint64(b2i(r.Table == tables[1] && tables[0] != tables[1]))<<25 | uint64(i)
 		}
-		sortRuns(keys)
+		sortKeys(keys)
 		for k, key := range keys {
 			order[k] = int(key & (1<<25 - 1))
 		}

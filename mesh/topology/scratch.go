@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// scratch is working memory that New, Routes and sortRuns use and drop
+// scratch is working memory that New, Routes and sortKeys use and drop
 // before they return. An agent builds a topology of about the same
 // size on every change, so the buffers go back to a pool and serve the
 // next call: allocating, zeroing and collecting them anew each time is a

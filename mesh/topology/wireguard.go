@@ -65,8 +65,8 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 			refs = append(refs, ref{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
 		}
 	}
-	// Sorted as single numbers, which a merge of runs sorts without a
-	// call per comparison: the top bits of each head, the index in refs
+	// Sorted as single numbers, which sortKeys sorts without a call per
+	// comparison: the top bits of each head, the index in refs
 	// in the bits below. Refs whose heads agree in those top bits (rare:
 	// keys are random) are then ordered by their whole keys.
 	shift := bits.Len(uint(len(refs)))
@@ -75,7 +75,7 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	for i, r := range refs {
 		order[i] = r.head&^index | uint64(i)
 	}
-	sortRuns(order)
+	sortKeys(order)
 	for i := 0; i < len(order); {
 		j := i + 1
 		for j < len(order) && order[j]&^index == order[i]&^index {
