@@ -240,8 +240,9 @@ type election struct {
 	tunnelFailed  bool // the check of this lead failed
 	tunnelRound   int
 	lastTunnel    time.Time
-	tunnelProbed  []string // the locations probed in the last round
-	tunnelsBroken bool     // failed when this node last led, no answer since
+	tunnelProbed  []string       // the locations probed in the last round
+	tunnelTried   map[string]int // the round each location that has not answered was last probed in
+	tunnelsBroken bool           // failed when this node last led, no answer since
 	tunnels       tunnelProbes
 
 	// The hand-over of a last-resort lead (handOver).
@@ -493,6 +494,7 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 	lead := k8s.Leads{Term: l.Term, Location: e.loc}.String()
 	if lead != e.tunnelLead {
 		e.tunnelLead, e.tunnelCheck, e.tunnelFailed, e.tunnelRound, e.tunnelProbed = lead, tunnelCheck{}, false, 0, nil
+		clear(e.tunnelTried)
 		e.lastTunnel = time.Time{}
 		e.tunnels.reset()
 	}
@@ -521,12 +523,18 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 		a.setTunnelErr(err)
 		a.log.Warn("giving up the lead: its tunnels carry nothing", "err", err)
 	}
-	targets := chooseTunnelTargets(own, others, e.tunnelCheck.Heard, e.tunnelRound)
-	e.tunnelRound++
+	targets := chooseTunnelTargets(own, others, e.tunnelCheck.Heard, e.tunnelTried, e.tunnelRound, discoveryRounds(a.cfg.ProbeInterval))
 	e.tunnelProbed = e.tunnelProbed[:0]
 	for _, t := range targets {
 		e.tunnelProbed = append(e.tunnelProbed, t.Location)
+		if _, ok := e.tunnelCheck.Heard[t.Location]; !ok {
+			if e.tunnelTried == nil {
+				e.tunnelTried = map[string]int{}
+			}
+			e.tunnelTried[t.Location] = e.tunnelRound
+		}
 	}
+	e.tunnelRound++
 	e.tunnels.launch(ctx, p, targets)
 	return e.tunnelFailed
 }

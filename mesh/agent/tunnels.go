@@ -39,7 +39,24 @@ const (
 	// not a LAN one. The probes of a round are answered in the background;
 	// the next round counts them.
 	tunnelTimeout = time.Second
+	// discoveryInterval is how often a location that has not answered
+	// during this lead is probed again. Until its tunnel has a session,
+	// each probe waits in wireguard-go's queue for the peer (up to 128
+	// packets for as long as 90 s, each holding a 64 KiB buffer in the
+	// embedded device): a lost location probed every round would pin up
+	// to 8 MiB. WireGuard retries a handshake every 5 s whatever the
+	// traffic, so probing more often finds nobody sooner.
+	discoveryInterval = 5 * time.Second
 )
+
+// discoveryRounds is discoveryInterval in rounds of interval, at least
+// one.
+func discoveryRounds(interval time.Duration) int {
+	if interval <= 0 {
+		return 1
+	}
+	return max(1, int(discoveryInterval/interval))
+}
 
 // tunnelTarget is the leader of another location, as the tunnel check
 // reaches it.
@@ -82,14 +99,15 @@ func otherLeaders(topo *topology.Topology, node string) (string, []tunnelTarget)
 // probed in round by the leader of location own: first up to tunnelTargets
 // of those in heard (that answered during this lead), taken in turn when
 // there are more; then, in the slots left, the others taken in turn
-// (discovery). Both turns start after own, so that the locations spread
-// their probes.
-func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]int, round int) []tunnelTarget {
+// (discovery), leaving out those tried (the round they were last probed
+// in without having answered) fewer than every rounds ago. Both turns
+// start after own, so that the locations spread their probes.
+func chooseTunnelTargets(own string, others []tunnelTarget, heard, tried map[string]int, round, every int) []tunnelTarget {
 	var known, rest []tunnelTarget
 	for _, t := range others {
 		if _, ok := heard[t.Location]; ok {
 			known = append(known, t)
-		} else {
+		} else if r, ok := tried[t.Location]; !ok || round-r >= every {
 			rest = append(rest, t)
 		}
 	}
