@@ -253,21 +253,32 @@ func CheckTrust(t *testing.T, ctx context.Context, admin, agent kubernetes.Inter
 	}
 }
 
-// WaitTrustEnforced waits until the admission policy refuses the agent's
-// change of another node's key (policies take effect a moment after they
-// are created).
+// WaitTrustEnforced waits until both admission policies are in effect: the
+// Nodes' one refuses the agent's change of another node's key, and the
+// Leases' one refuses, in a dry run, a Lease held by another node. Each
+// policy takes effect a moment after it is created, and not both at once: a
+// run that waited for the Nodes' policy alone saw the first Lease cases
+// allowed.
 func WaitTrustEnforced(ctx context.Context, agent kubernetes.Interface, other string) error {
 	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{k8s.KeyAnnotation: "rq3iv0e/ygoFaF5Hc38nwYov6HvfRrUi8mxazIua6Xo="}}}
+	now := metav1.NewMicroTime(time.Now())
+	probe := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: k8s.LocationLeaseName("trust-probe"), Namespace: k8s.DefaultLeaseNamespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &other, RenewTime: &now},
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		err := mergePatch(ctx, agent, other, patch)
 		if apierrors.IsForbidden(err) {
-			return nil
+			_, err = agent.CoordinationV1().Leases(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if apierrors.IsForbidden(err) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(errors.New("the admission policy is not enforced after 30s"), err)
+			return errors.Join(errors.New("the admission policies are not both enforced after 30s"), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
