@@ -49,7 +49,7 @@ func candidates(nodes []topology.Node, loc string) []string {
 		if n.Location != loc || n.Key.IsZero() {
 			continue // another location, or no agent published a key yet
 		}
-		cs = append(cs, cand{name: n.Name, leader: n.Leader, public: publicNode(n)})
+		cs = append(cs, cand{name: n.Name, leader: n.Leader, public: topology.Public(&n)})
 	}
 	slices.SortFunc(cs, func(a, b cand) int {
 		return cmp.Or(boolFirst(a.leader, b.leader), boolFirst(a.public, b.public), cmp.Compare(a.name, b.name))
@@ -61,23 +61,6 @@ func candidates(nodes []topology.Node, loc string) []string {
 	return out
 }
 
-// publicNode reports whether other locations reach n without NAT: an
-// external IP, or an endpoint that is a DNS name or not its internal IP
-// (as topology decides it).
-func publicNode(n topology.Node) bool {
-	if n.ExternalIP.IsValid() {
-		return true
-	}
-	if e := n.Endpoint; e != nil {
-		if e.DNS != "" {
-			return true
-		}
-		a := e.Addr.Addr().Unmap()
-		return a.IsValid() && a != n.InternalIP.Addr() && a != n.InternalIP6.Addr()
-	}
-	return false
-}
-
 // outranks reports whether node n's preference (the kilo.squat.ai/leader
 // annotation, then a public endpoint) is strictly above that of the node
 // named holder; false when holder is not in nodes.
@@ -87,7 +70,7 @@ func outranks(n topology.Node, nodes []topology.Node, holder string) bool {
 		return false
 	}
 	h := nodes[j]
-	return cmp.Or(boolFirst(n.Leader, h.Leader), boolFirst(publicNode(n), publicNode(h))) < 0
+	return cmp.Or(boolFirst(n.Leader, h.Leader), boolFirst(topology.Public(&n), topology.Public(&h))) < 0
 }
 
 func boolFirst(a, b bool) int {

@@ -161,3 +161,44 @@ func TestLongestRunningAgentKeepsTheLead(t *testing.T) {
 		})
 	}
 }
+
+// TestPublicIsWhatTheElectionRanksBy checks Public, which the agents'
+// location election ranks candidates by, against the leader New elects
+// between a node that is public and one that is not (the public one must
+// lead, whatever the names), so that both elections agree.
+func TestPublicIsWhatTheElectionRanksBy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(*Node)
+		public bool
+	}{
+		{"nothing but an internal IP", func(*Node) {}, false},
+		{"an external IP", func(n *Node) { n.ExternalIP = addr("198.51.100.2") }, true},
+		{"an IPv4-mapped external IP", func(n *Node) { n.ExternalIP = addr("::ffff:198.51.100.2") }, true},
+		{"a DNS endpoint", func(n *Node) { n.Endpoint = &Endpoint{DNS: "gw.example.com", Port: 51820} }, true},
+		{"a forced IP endpoint", func(n *Node) { n.Endpoint = &Endpoint{Addr: addrPort("198.51.100.99:51820")} }, true},
+		{"an endpoint at its internal IP", func(n *Node) { n.Endpoint = &Endpoint{Addr: addrPort("10.0.0.2:51820")} }, false},
+		{"an endpoint at its IPv4-mapped internal IP", func(n *Node) { n.Endpoint = &Endpoint{Addr: addrPort("[::ffff:10.0.0.2]:51820")} }, false},
+		{"an endpoint at its IPv6 internal IP", func(n *Node) {
+			n.InternalIP6 = pfx("fd10::2/64")
+			n.Endpoint = &Endpoint{Addr: addrPort("[fd10::2]:51820")}
+		}, false},
+		{"an endpoint with neither address nor name", func(n *Node) { n.Endpoint = &Endpoint{Port: 51820} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := with(node("b", "l", "10.0.0.2/24", ""), tc.edit)
+			if got := Public(&b); got != tc.public {
+				t.Fatalf("Public = %t, want %t", got, tc.public)
+			}
+			// a comes first by name: b leads only if New ranks it public.
+			top := mustNew(t, []Node{node("a", "l", "10.0.0.1/24", ""), b}, nil, Options{})
+			leader, ok := top.Leader("l")
+			if !ok {
+				t.Fatal("no leader")
+			}
+			if (leader.Name == "b") != tc.public {
+				t.Errorf("New elected %s; Public(b) = %t", leader.Name, tc.public)
+			}
+		})
+	}
+}

@@ -248,7 +248,20 @@ func normalizeNode(m *member, n *Node, arena *prefixArena) {
 	nd.ExternalIP = unmapAddr(n.ExternalIP)
 	nd.WireGuardIP = unmapPrefix(n.WireGuardIP)
 	nd.PersistentKeepalive = clampKeepalive(n.PersistentKeepalive)
-	var in4, in6 netip.Prefix
+	nd.InternalIP, nd.InternalIP6 = internalIPs(n)
+	nd.Endpoint = nil
+	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
+		m.endpoint = *e
+		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
+		nd.Endpoint = &m.endpoint
+	}
+	m.public = reachable(nd.ExternalIP, nd.Endpoint, nd.InternalIP, nd.InternalIP6)
+	*m.Node = nd
+}
+
+// internalIPs returns n's internal IPs by family, unmapped and without
+// zone: the first IPv4 and the first IPv6 of InternalIP and InternalIP6.
+func internalIPs(n *Node) (in4, in6 netip.Prefix) {
 	for _, p := range [2]netip.Prefix{unmapPrefix(n.InternalIP), unmapPrefix(n.InternalIP6)} {
 		if !p.IsValid() {
 			continue
@@ -260,19 +273,29 @@ func normalizeNode(m *member, n *Node, arena *prefixArena) {
 			in6 = p
 		}
 	}
-	nd.InternalIP, nd.InternalIP6 = in4, in6
-	nd.Endpoint = nil
-	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
-		m.endpoint = *e
-		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
-		nd.Endpoint = &m.endpoint
-		a := m.endpoint.Addr.Addr()
-		m.public = m.endpoint.DNS != "" || (a != in4.Addr() && a != in6.Addr())
+	return in4, in6
+}
+
+// Public reports whether other locations reach n without NAT traversal, as
+// New judges it when it elects leaders: n has an external IP, or an
+// endpoint that is a DNS name or an address other than its internal IPs
+// (a forced endpoint). The agents' location election ranks candidates by
+// it, so that the leader it elects is the one New would.
+func Public(n *Node) bool {
+	in4, in6 := internalIPs(n)
+	return reachable(unmapAddr(n.ExternalIP), n.Endpoint, in4, in6)
+}
+
+// reachable is Public's rule over normalized fields.
+func reachable(ext netip.Addr, e *Endpoint, in4, in6 netip.Prefix) bool {
+	if ext.IsValid() {
+		return true
 	}
-	if nd.ExternalIP.IsValid() {
-		m.public = true
+	if e == nil {
+		return false
 	}
-	*m.Node = nd
+	a := unmapAddr(e.Addr.Addr())
+	return e.DNS != "" || a.IsValid() && a != in4.Addr() && a != in6.Addr()
 }
 
 // fillEndpoint sets where other nodes reach m: its Endpoint with a port,
