@@ -38,6 +38,7 @@ import (
 var (
 	dataplaneScaleNodes     = flag.Int("dataplanescale.nodes", 1000, "simulated Nodes of BenchmarkDataPlaneInLargeCluster")
 	dataplaneScaleLocations = flag.Int("dataplanescale.locations", 10, "simulated locations of BenchmarkDataPlaneInLargeCluster")
+	dataplaneScaleDwell     = flag.Duration("dataplanescale.dwell", 0, "how long BenchmarkDataPlaneInLargeCluster leaves the mesh with the simulated Nodes idle before it measures: the queues that wireguard-go keeps for the simulated locations, whose leaders never answer, reach their steady state only minutes into a lead")
 	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile of kg on both ends, taken during a 4-stream run, and a heap profile right after it, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof")
 )
 
@@ -118,6 +119,14 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 		sim := startSimulatedNodes(ctx, b, c, n, locs, 0)
 		sim.checkInTopology(ctx, b, c, as)
 		b.ReportMetric(waitFirewallsSettled(ctx, b, as, sim.started, 3*time.Minute).Seconds(), "s/mesh-settled")
+		if d := *dataplaneScaleDwell; d > 0 {
+			b.Logf("the mesh with %d simulated nodes left idle for %s (-dataplanescale.dwell)", n, d)
+			select {
+			case <-ctx.Done():
+				b.Fatal(ctx.Err())
+			case <-time.After(d):
+			}
+		}
 		got := measure(b)
 		sim.report(b)
 		for _, s := range []string{"1", "4"} {

@@ -223,9 +223,9 @@ type election struct {
 	tunnelFailed  bool // the check of this lead failed
 	tunnelRound   int
 	lastTunnel    time.Time
-	tunnelProbed  []string       // the locations probed in the last round
-	tunnelTried   map[string]int // the round each location that has not answered was last probed in
-	tunnelsBroken bool           // failed when this node last led, no answer since
+	tunnelProbed  []string             // the locations probed in the last round
+	tunnelTried   map[string]discovery // how each location that has not answered was probed
+	tunnelsBroken bool                 // failed when this node last led, no answer since
 	tunnels       tunnelProbes
 
 	// The hand-over of a last-resort lead (handOver).
@@ -506,15 +506,16 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 		a.setTunnelErr(err)
 		a.log.Warn("giving up the lead: its tunnels carry nothing", "err", err)
 	}
-	targets := chooseTunnelTargets(own, others, e.tunnelCheck.Heard, e.tunnelTried, e.tunnelRound, discoveryRounds(a.cfg.ProbeInterval))
+	targets := chooseTunnelTargets(own, others, e.tunnelCheck.Heard, e.tunnelTried, e.tunnelRound, discoveryCadence(a.cfg.ProbeInterval))
 	e.tunnelProbed = e.tunnelProbed[:0]
 	for _, t := range targets {
 		e.tunnelProbed = append(e.tunnelProbed, t.Location)
 		if _, ok := e.tunnelCheck.Heard[t.Location]; !ok {
 			if e.tunnelTried == nil {
-				e.tunnelTried = map[string]int{}
+				e.tunnelTried = map[string]discovery{}
 			}
-			e.tunnelTried[t.Location] = e.tunnelRound
+			d := e.tunnelTried[t.Location]
+			e.tunnelTried[t.Location] = discovery{last: e.tunnelRound, tries: d.tries + 1}
 		}
 	}
 	e.tunnelRound++

@@ -40,22 +40,59 @@ const (
 	// the next round counts them.
 	tunnelTimeout = time.Second
 	// discoveryInterval is how often a location that has not answered
-	// during this lead is probed again. Until its tunnel has a session,
-	// each probe waits in wireguard-go's queue for the peer (up to 128
-	// packets for as long as 90 s, each holding a 64 KiB buffer in the
-	// embedded device): a lost location probed every round would pin up
-	// to 8 MiB. WireGuard retries a handshake every 5 s whatever the
-	// traffic, so probing more often finds nobody sooner.
+	// during this lead is probed again, for its first discoveryTries
+	// probes. Until its tunnel has a session, each probe waits in
+	// wireguard-go's queue for the peer, each packet holding a 64 KiB
+	// buffer in the embedded device. WireGuard retries a handshake every 5
+	// s whatever the traffic, so probing more often finds nobody sooner.
 	discoveryInterval = 5 * time.Second
+	// discoveryTries is how many probes, discoveryInterval apart, a
+	// location that has not answered gets before it counts as lost.
+	discoveryTries = 6
+	// lostInterval is how often a lost location is probed. Every packet
+	// sent to a peer without a session restarts wireguard-go's 90 s of
+	// handshake attempts (RekeyAttemptTime), and its queue is emptied only
+	// when they run out: probed every 5 s, a lost location's queue never
+	// empties and fills to its 128 packets, 8 MiB per lost location. A
+	// probe every lostInterval, longer than those 90 s, holds one probe's
+	// packets at most, and finds a location that comes back within it.
+	lostInterval = 2 * time.Minute
 )
 
-// discoveryRounds is discoveryInterval in rounds of interval, at least
-// one.
-func discoveryRounds(interval time.Duration) int {
+// discovery is how a location that has not answered during this lead was
+// probed.
+type discovery struct {
+	// last is the round of its last probe.
+	last int
+	// tries counts its probes.
+	tries int
+}
+
+// cadence is the discovery's intervals in rounds of the probe interval.
+type cadence struct {
+	// every is discoveryInterval, lost lostInterval, in rounds.
+	every, lost int
+}
+
+// discoveryCadence is the discovery's cadence in rounds of interval, each
+// at least one round.
+func discoveryCadence(interval time.Duration) cadence {
 	if interval <= 0 {
-		return 1
+		return cadence{every: 1, lost: 1}
 	}
-	return max(1, int(discoveryInterval/interval))
+	return cadence{every: max(1, int(discoveryInterval/interval)), lost: max(1, int(lostInterval/interval))}
+}
+
+// due reports whether a location probed as d (never when !probed) is
+// probed again in round.
+func (c cadence) due(d discovery, probed bool, round int) bool {
+	switch {
+	case !probed:
+		return true
+	case d.tries < discoveryTries:
+		return round-d.last >= c.every
+	}
+	return round-d.last >= c.lost
 }
 
 // tunnelTarget is the leader of another location, as the tunnel check
@@ -99,15 +136,15 @@ func otherLeaders(topo *topology.Topology, node string) (string, []tunnelTarget)
 // probed in round by the leader of location own: first up to tunnelTargets
 // of those in heard (that answered during this lead), taken in turn when
 // there are more; then, in the slots left, the others taken in turn
-// (discovery), leaving out those tried (the round they were last probed
-// in without having answered) fewer than every rounds ago. Both turns
-// start after own, so that the locations spread their probes.
-func chooseTunnelTargets(own string, others []tunnelTarget, heard, tried map[string]int, round, every int) []tunnelTarget {
+// (discovery), leaving out those tried (probed during this lead without an
+// answer) that the cadence does not make due. Both turns start after own,
+// so that the locations spread their probes.
+func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]int, tried map[string]discovery, round int, c cadence) []tunnelTarget {
 	var known, rest []tunnelTarget
 	for _, t := range others {
 		if _, ok := heard[t.Location]; ok {
 			known = append(known, t)
-		} else if r, ok := tried[t.Location]; !ok || round-r >= every {
+		} else if d, ok := tried[t.Location]; c.due(d, ok, round) {
 			rest = append(rest, t)
 		}
 	}

@@ -146,53 +146,65 @@ func TestTunnelTargetsPreferLocationsThatAnsweredThenDiscoverTheOthersInTurn(t *
 				heard[l] = 1
 			}
 			for round, want := range tc.want {
-				if got := locations(chooseTunnelTargets(own, others, heard, nil, round, 1)); !slices.Equal(got, want) {
+				if got := locations(chooseTunnelTargets(own, others, heard, nil, round, cadence{1, 1})); !slices.Equal(got, want) {
 					t.Errorf("round %d: %v, want %v", round, got, want)
 				}
 			}
 		})
 	}
 	two := []tunnelTarget{{Location: "l1"}, {Location: "l2"}}
-	if got := locations(chooseTunnelTargets("l0", two, nil, nil, 7, 1)); !slices.Equal(got, []string{"l1", "l2"}) {
+	if got := locations(chooseTunnelTargets("l0", two, nil, nil, 7, cadence{1, 1})); !slices.Equal(got, []string{"l1", "l2"}) {
 		t.Errorf("2 other locations: %v, want both", got)
 	}
-	if got := chooseTunnelTargets("l0", nil, nil, nil, 0, 1); len(got) != 0 {
+	if got := chooseTunnelTargets("l0", nil, nil, nil, 0, cadence{1, 1}); len(got) != 0 {
 		t.Errorf("no other location: %v, want nothing to probe", locations(got))
 	}
 }
 
-// TestTunnelTargetsProbeALocationThatNeverAnsweredOncePerDiscoveryInterval
+// TestTunnelTargetsProbeALocationThatNeverAnsweredEvery5sThenEvery2Minutes
 // plays the rounds of the leader of l0 whose probes l1 answers and l2, l3
-// (lost locations) never do: each of those is probed again only every
-// discoveryRounds rounds, while l1 is probed every round.
-func TestTunnelTargetsProbeALocationThatNeverAnsweredOncePerDiscoveryInterval(t *testing.T) {
+// (lost locations) never do: each of those is probed every 5 s for its
+// first discoveryTries probes, then every lostInterval, longer than
+// wireguard-go's 90 s of handshake attempts, so that the packets it queued
+// for the peer are dropped between two probes; l1 is probed every round.
+func TestTunnelTargetsProbeALocationThatNeverAnsweredEvery5sThenEvery2Minutes(t *testing.T) {
 	others := []tunnelTarget{{Location: "l1"}, {Location: "l2"}, {Location: "l3"}}
-	every := discoveryRounds(200 * time.Millisecond)
-	if every != 25 {
-		t.Fatalf("discoveryRounds(200ms) = %d, want 25 (5 s)", every)
+	c := discoveryCadence(200 * time.Millisecond)
+	if c != (cadence{every: 25, lost: 600}) {
+		t.Fatalf("discoveryCadence(200ms) = %+v, want every 25 rounds (5 s), lost 600 (2 min)", c)
 	}
-	heard, tried := map[string]int{}, map[string]int{}
+	if lostInterval <= 90*time.Second {
+		t.Fatalf("lostInterval %s is not longer than wireguard-go's 90 s of handshake attempts", lostInterval)
+	}
+	heard, tried := map[string]int{}, map[string]discovery{}
 	probes := map[string][]int{} // the rounds each location was probed in
-	for round := range 3 * every {
-		for _, tg := range chooseTunnelTargets("l0", others, heard, tried, round, every) {
+	rounds := (discoveryTries-1)*c.every + 2*c.lost + 1
+	for round := range rounds {
+		for _, tg := range chooseTunnelTargets("l0", others, heard, tried, round, c) {
 			probes[tg.Location] = append(probes[tg.Location], round)
 			if tg.Location == "l1" {
 				heard["l1"] = round
 			} else {
-				tried[tg.Location] = round
+				tried[tg.Location] = discovery{last: round, tries: tried[tg.Location].tries + 1}
 			}
 		}
 	}
-	if got := len(probes["l1"]); got != 3*every {
-		t.Errorf("l1, which answers, was probed in %d of %d rounds, want all", got, 3*every)
+	if got := len(probes["l1"]); got != rounds {
+		t.Errorf("l1, which answers, was probed in %d of %d rounds, want all", got, rounds)
 	}
+	var want []int
+	for i := range discoveryTries {
+		want = append(want, i*c.every)
+	}
+	last := want[len(want)-1]
+	want = append(want, last+c.lost, last+2*c.lost)
 	for _, l := range []string{"l2", "l3"} {
-		if want := []int{0, every, 2 * every}; !slices.Equal(probes[l], want) {
+		if !slices.Equal(probes[l], want) {
 			t.Errorf("%s, which never answers, was probed in rounds %v, want %v", l, probes[l], want)
 		}
 	}
-	if got := discoveryRounds(time.Minute); got != 1 {
-		t.Errorf("discoveryRounds(1m) = %d, want 1: a probe interval above 5 s probes every round", got)
+	if got := discoveryCadence(time.Minute); got != (cadence{every: 1, lost: 2}) {
+		t.Errorf("discoveryCadence(1m) = %+v, want every round, lost every 2: a probe interval above 5 s probes every round", got)
 	}
 }
 
