@@ -47,7 +47,7 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 	if locs < 1 || locs > 16 || n < locs {
 		b.Fatalf("-dataplanescale.locations %d, -dataplanescale.nodes %d: want 1-16 locations and a node in each", locs, n)
 	}
-	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 25*time.Minute)
+	ctx, l, c, ips := startMetaCloud(b, metaCloud(), 25*time.Minute+*dataplaneScaleDwell)
 	checkSimulationFitsLab(ctx, b, l, c)
 	var extra []string
 	if *dataplaneScaleProfile != "" {

@@ -50,12 +50,14 @@ const (
 	// location that has not answered gets before it counts as lost.
 	discoveryTries = 6
 	// lostInterval is how often a lost location is probed. Every packet
-	// sent to a peer without a session restarts wireguard-go's 90 s of
-	// handshake attempts (RekeyAttemptTime), and its queue is emptied only
-	// when they run out: probed every 5 s, a lost location's queue never
-	// empties and fills to its 128 packets, 8 MiB per lost location. A
-	// probe every lostInterval, longer than those 90 s, holds one probe's
-	// packets at most, and finds a location that comes back within it.
+	// sent to a peer without a session restarts wireguard-go's handshake
+	// attempts (MaxTimerHandshakes+2 initiations, 5 s and up to 334 ms
+	// apart: 100-107 s), and its queue is emptied only when they run out:
+	// probed every 5 s, a lost location's queue never empties and fills to
+	// its 128 entries (at least a 64 KiB buffer each: 8 MiB) per lost
+	// location. A probe every lostInterval, longer than those attempts,
+	// holds one probe's packets at most, and finds a location that comes
+	// back within it.
 	lostInterval = 2 * time.Minute
 )
 
@@ -75,12 +77,12 @@ type cadence struct {
 }
 
 // discoveryCadence is the discovery's cadence in rounds of interval, each
-// at least one round.
+// at least one round; lost is rounded up, never shorter than lostInterval.
 func discoveryCadence(interval time.Duration) cadence {
 	if interval <= 0 {
 		return cadence{every: 1, lost: 1}
 	}
-	return cadence{every: max(1, int(discoveryInterval/interval)), lost: max(1, int(lostInterval/interval))}
+	return cadence{every: max(1, int(discoveryInterval/interval)), lost: max(1, int((lostInterval+interval-1)/interval))}
 }
 
 // due reports whether a location probed as d (never when !probed) is

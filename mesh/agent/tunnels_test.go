@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.zx2c4.com/wireguard/device"
 
 	"github.com/kilofed/kilofed/mesh/topology"
 	"github.com/kilofed/kilofed/mesh/topology/wgconf"
@@ -173,8 +174,11 @@ func TestTunnelTargetsProbeALocationThatNeverAnsweredEvery5sThenEvery2Minutes(t 
 	if c != (cadence{every: 25, lost: 600}) {
 		t.Fatalf("discoveryCadence(200ms) = %+v, want every 25 rounds (5 s), lost 600 (2 min)", c)
 	}
-	if lostInterval <= 90*time.Second {
-		t.Fatalf("lostInterval %s is not longer than wireguard-go's 90 s of handshake attempts", lostInterval)
+	// wireguard-go drops what it queued for a peer only after
+	// MaxTimerHandshakes+2 initiations, each retried after RekeyTimeout
+	// and up to RekeyTimeoutJitterMaxMs.
+	if giveUp := (device.MaxTimerHandshakes + 2) * (device.RekeyTimeout + device.RekeyTimeoutJitterMaxMs*time.Millisecond); lostInterval <= giveUp {
+		t.Fatalf("lostInterval %s is not longer than wireguard-go's handshake attempts (%s): a lost location's queue would never empty", lostInterval, giveUp)
 	}
 	heard, tried := map[string]int{}, map[string]discovery{}
 	probes := map[string][]int{} // the rounds each location was probed in
@@ -205,6 +209,32 @@ func TestTunnelTargetsProbeALocationThatNeverAnsweredEvery5sThenEvery2Minutes(t 
 	}
 	if got := discoveryCadence(time.Minute); got != (cadence{every: 1, lost: 2}) {
 		t.Errorf("discoveryCadence(1m) = %+v, want every round, lost every 2: a probe interval above 5 s probes every round", got)
+	}
+	for _, interval := range []time.Duration{7 * time.Second, 70 * time.Second, 100 * time.Second, 3 * time.Minute} {
+		if c := discoveryCadence(interval); time.Duration(c.lost)*interval < lostInterval {
+			t.Errorf("discoveryCadence(%s): lost every %d rounds, %s, shorter than lostInterval %s", interval, c.lost, time.Duration(c.lost)*interval, lostInterval)
+		}
+	}
+}
+
+// TestTunnelTargetsProbeALostLocationThatAnswersAgainEveryRound plays a
+// lost location, l1, that answers its first probe on the slow cadence: from
+// then on it is one the lead heard, probed every round like any other.
+func TestTunnelTargetsProbeALostLocationThatAnswersAgainEveryRound(t *testing.T) {
+	others := []tunnelTarget{{Location: "l1"}}
+	c := discoveryCadence(200 * time.Millisecond)
+	heard := map[string]int{}
+	tried := map[string]discovery{"l1": {last: 0, tries: discoveryTries}}
+	var probed []int
+	for round := 1; round <= c.lost+5; round++ {
+		for _, tg := range chooseTunnelTargets("l0", others, heard, tried, round, c) {
+			probed = append(probed, round)
+			heard[tg.Location] = round // it answers
+		}
+	}
+	want := []int{c.lost, c.lost + 1, c.lost + 2, c.lost + 3, c.lost + 4, c.lost + 5}
+	if !slices.Equal(probed, want) {
+		t.Errorf("l1 probed in rounds %v, want %v: once at the slow cadence, then every round once it answered", probed, want)
 	}
 }
 
