@@ -514,8 +514,7 @@ func (e *election) checkTunnels(ctx context.Context, l k8s.LocationLease, cands 
 			if e.tunnelTried == nil {
 				e.tunnelTried = map[string]discovery{}
 			}
-			d := e.tunnelTried[t.Location]
-			e.tunnelTried[t.Location] = discovery{last: e.tunnelRound, tries: d.tries + 1}
+			e.tunnelTried[t.Location] = e.tunnelTried[t.Location].probed(e.tunnelRound)
 		}
 	}
 	e.tunnelRound++

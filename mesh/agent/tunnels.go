@@ -62,12 +62,17 @@ const (
 )
 
 // discovery is how a location that has not answered during this lead was
-// probed.
+// probed; the zero value is a location not probed yet.
 type discovery struct {
 	// last is the round of its last probe.
 	last int
 	// tries counts its probes.
 	tries int
+}
+
+// probed returns d after one more probe, in round.
+func (d discovery) probed(round int) discovery {
+	return discovery{last: round, tries: d.tries + 1}
 }
 
 // cadence is the discovery's intervals in rounds of the probe interval.
@@ -85,11 +90,10 @@ func discoveryCadence(interval time.Duration) cadence {
 	return cadence{every: max(1, int(discoveryInterval/interval)), lost: max(1, int((lostInterval+interval-1)/interval))}
 }
 
-// due reports whether a location probed as d (never when !probed) is
-// probed again in round.
-func (c cadence) due(d discovery, probed bool, round int) bool {
+// due reports whether a location probed as d is probed (again) in round.
+func (c cadence) due(d discovery, round int) bool {
 	switch {
-	case !probed:
+	case d.tries == 0:
 		return true
 	case d.tries < discoveryTries:
 		return round-d.last >= c.every
@@ -146,7 +150,7 @@ func chooseTunnelTargets(own string, others []tunnelTarget, heard map[string]int
 	for _, t := range others {
 		if _, ok := heard[t.Location]; ok {
 			known = append(known, t)
-		} else if d, ok := tried[t.Location]; c.due(d, ok, round) {
+		} else if c.due(tried[t.Location], round) {
 			rest = append(rest, t)
 		}
 	}
