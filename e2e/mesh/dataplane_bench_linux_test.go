@@ -323,19 +323,23 @@ func sampleRSS(pids []int) func() []float64 {
 }
 
 // vmRSS returns the resident memory of pid in MB (10^6 bytes).
-func vmRSS(pid int) (float64, error) {
+func vmRSS(pid int) (float64, error) { return procStatusMB(pid, "VmRSS") }
+
+// procStatusMB returns the field of /proc/PID/status named field (a size
+// in kB: VmRSS, RssAnon, RssFile...) in MB (10^6 bytes).
+func procStatusMB(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
 	for s := bufio.NewScanner(f); s.Scan(); {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb * 1024 / 1e6, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // buildStockWG builds hack/bench/stockwg into a temporary folder.

@@ -17,7 +17,8 @@ package mesh
 // the data plane room above it, or the collector takes the CPU the packets
 // need. It reports the medians of each figure (kilofed-S-Mbps, S the
 // streams), their spread (min:, max:), the ratio under load over without
-// (x-kilofed-S-vs-nodes=0), kg's VmRSS before traffic (idle-kg-a/z-rss-MB)
+// (x-kilofed-S-vs-nodes=0), kg's VmRSS before traffic (idle-kg-a/z-rss-MB,
+// and its anonymous and file-backed parts, idle-kg-a/z-anon-MB and -file-MB)
 // and the largest during it (kg-a/z-rss-MB), in MB (10^6 bytes).
 
 import (
@@ -39,7 +40,7 @@ var (
 	dataplaneScaleNodes     = flag.Int("dataplanescale.nodes", 1000, "simulated Nodes of BenchmarkDataPlaneInLargeCluster")
 	dataplaneScaleLocations = flag.Int("dataplanescale.locations", 10, "simulated locations of BenchmarkDataPlaneInLargeCluster")
 	dataplaneScaleDwell     = flag.Duration("dataplanescale.dwell", 0, "how long BenchmarkDataPlaneInLargeCluster leaves the mesh with the simulated Nodes idle before it measures: the queues that wireguard-go keeps for the simulated locations, whose leaders never answer, reach their steady state only minutes into a lead")
-	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile of kg on both ends, taken during a 4-stream run, and a heap profile right after it, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof")
+	dataplaneScaleProfile   = flag.String("dataplanescale.profile", "", "directory: run kg with --profiling and, after each sub-benchmark's runs, write a 5 s CPU profile of kg on both ends, taken during a 4-stream run, and a heap profile right after it, as kg-{a,z}-{cpu,heap}-<sub-benchmark>.pprof, and before any traffic the heap profile as text with the runtime's memory statistics, as kg-{a,z}-idleheap-<sub-benchmark>.txt")
 )
 
 func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
@@ -64,9 +65,14 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 	measure := func(b *testing.B) map[string][]float64 {
 		got := map[string][]float64{}
 		for i, pid := range pids {
-			if mb, err := vmRSS(pid); err == nil {
-				got["idle-kg-"+"az"[i:i+1]+"-rss-MB"] = []float64{mb}
+			for field, u := range map[string]string{"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file"} {
+				if mb, err := procStatusMB(pid, field); err == nil {
+					got["idle-kg-"+"az"[i:i+1]+"-"+u+"-MB"] = []float64{mb}
+				}
 			}
+		}
+		if *dataplaneScaleProfile != "" {
+			idleHeaps(ctx, b, l.LabBinary(), []*lab.Node{a, z}, *dataplaneScaleProfile)
 		}
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 			if _, err := iperf(ctx, p, 1, 1); err == nil {
@@ -134,6 +140,26 @@ func BenchmarkDataPlaneInLargeCluster(b *testing.B) {
 			b.ReportMetric(median(got[u])/median(base[u]), "x-kilofed-"+s+"-vs-nodes=0")
 		}
 	})
+}
+
+// idleHeaps writes the heap profile of kg on each of nodes (a, then z) as
+// text, with the runtime's memory statistics at its end (debug=1), before
+// any traffic, to dir as kg-{a,z}-idleheap-<sub-benchmark>.txt.
+func idleHeaps(ctx context.Context, b *testing.B, bin string, nodes []*lab.Node, dir string) {
+	b.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	tag := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
+	for i, n := range nodes {
+		out, err := n.Exec(ctx, bin, "workload", "get", "--timeout", "30s", fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?debug=1", lab.AgentHTTPPort))
+		if err != nil {
+			b.Fatalf("idle heap profile of kg on %s: %v", n.Name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("kg-%s-idleheap-%s.txt", "az"[i:i+1], tag)), out, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // profileAgents takes a 5 s CPU profile of kg on each of nodes (a, then z)

@@ -38,7 +38,7 @@ func (a *Agent) Forwarding() error {
 // internal IP and the given port (kg's --listen), whether it can forward
 // (GET /forwarding): an error when it does not answer 200 in time.
 func HTTPProbe(port int) func(ctx context.Context, leader topology.Node) error {
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialWithin(&net.Dialer{}), MaxIdleConnsPerHost: 1}}
 	return func(ctx context.Context, leader topology.Node) error {
 		ip := leader.InternalIP.Addr()
 		if !ip.IsValid() {
@@ -47,8 +47,7 @@ func HTTPProbe(port int) func(ctx context.Context, leader topology.Node) error {
 		if !ip.IsValid() {
 			return fmt.Errorf("probe %s: no internal IP", leader.Name)
 		}
-		url := "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(port)) + "/forwarding"
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := probeRequest(ctx, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(port))+"/forwarding")
 		if err != nil {
 			return err
 		}
@@ -62,5 +61,32 @@ func HTTPProbe(port int) func(ctx context.Context, leader topology.Node) error {
 			return fmt.Errorf("probe %s: %s: %s", leader.Name, resp.Status, body)
 		}
 		return nil
+	}
+}
+
+// probeCtxKey carries a probe's own context to the dial of its connection.
+type probeCtxKey struct{}
+
+// probeRequest returns a GET of url for a probe that gives up with ctx, to
+// be sent by a client that dials with dialWithin.
+func probeRequest(ctx context.Context, url string) (*http.Request, error) {
+	return http.NewRequestWithContext(context.WithValue(ctx, probeCtxKey{}, ctx), http.MethodGet, url, nil)
+}
+
+// dialWithin returns a DialContext for an http.Transport that dials with d
+// until the probe that asked for the connection (probeRequest) gives up.
+// The Transport itself lets a dial go on after its request was canceled,
+// for a later request, and toward a peer that is gone the kernel retries
+// the SYN for about 2 minutes (net.ipv4.tcp_syn_retries): a probe of every
+// 200 ms would pile those up over a cut LAN, and through a tunnel without
+// a session each retry waits in wireguard-go's queue for the peer (a 64 KiB
+// buffer) and restarts its handshake attempts, so that the queue of a lost
+// location never empties.
+func dialWithin(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if probe, ok := ctx.Value(probeCtxKey{}).(context.Context); ok {
+			ctx = probe
+		}
+		return d.DialContext(ctx, network, addr)
 	}
 }

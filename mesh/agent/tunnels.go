@@ -338,13 +338,12 @@ func HTTPTunnelProbe(port int, control func(network, address string, c syscall.R
 		if from.IsValid() {
 			dialer.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
 		}
-		c := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}
+		c := &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialWithin(dialer), MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}
 		clients[from] = c
 		return c
 	}
 	return func(ctx context.Context, from, to netip.Addr) error {
-		url := "http://" + net.JoinHostPort(to.String(), strconv.Itoa(port)) + "/health"
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := probeRequest(ctx, "http://"+net.JoinHostPort(to.String(), strconv.Itoa(port))+"/health")
 		if err != nil {
 			return err
 		}
