@@ -212,8 +212,8 @@ func applyMemoryLimit(opts OpenOptions, log *slog.Logger) (tracked bool) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return false
 	}
-	followed := func(limit, held int64) {
-		log.Debug("Go memory limit follows the memory held", "bytes", limit, "held", held)
+	followed := func(limit, held, extra int64) {
+		log.Debug("Go memory limit follows the memory held", "bytes", limit, "held", held, "extra", extra)
 	}
 	if !defaultTracker.acquireUnlessBelow(DefaultMemoryLimit, followed) {
 		return false // a lower limit set by someone else

@@ -11,8 +11,8 @@ import (
 func TestMemoryLimitForFollowsTheMemoryHeldBetweenTheFloorAndTheCeiling(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		name             string
-		held, ceil, want int64
+		name                    string
+		held, extra, ceil, want int64
 	}{
 		{name: "no collection yet", held: 0, ceil: math.MaxInt64, want: DefaultMemoryLimit},
 		{name: "a small cluster at rest", held: 30 * mib, ceil: math.MaxInt64, want: DefaultMemoryLimit},
@@ -20,13 +20,67 @@ func TestMemoryLimitForFollowsTheMemoryHeldBetweenTheFloorAndTheCeiling(t *testi
 		{name: "just above the floor", held: 60 * mib, ceil: math.MaxInt64, want: 66 * mib},
 		{name: "a large cluster's agent", held: 120 * mib, ceil: math.MaxInt64, want: 184 * mib},
 		{name: "never above the limit set before", held: 120 * mib, ceil: 64 * mib, want: 64 * mib},
+		{name: "a busy collector's extra room", held: 52 * mib, extra: 16 * mib, ceil: math.MaxInt64, want: 74 * mib},
+		{name: "extra room, never above the limit set before", held: 52 * mib, extra: 16 * mib, ceil: 64 * mib, want: 64 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := memoryLimitFor(tc.held, DefaultMemoryLimit, tc.ceil, memoryHeadroom); got != tc.want {
+			if got := memoryLimitFor(tc.held, tc.extra, DefaultMemoryLimit, tc.ceil, memoryHeadroom); got != tc.want {
 				t.Errorf("memoryLimitFor(%d MiB) = %d MiB, want %d MiB", tc.held/mib, got/mib, tc.want/mib)
 			}
 		})
 	}
+}
+
+func TestExtraRoomGrowsWhileTheCollectorIsBusyAndShrinksWhileItIsCalm(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name       string
+		extra      int64
+		gc         float64
+		held, want int64
+	}{
+		{name: "a small cluster at full throughput", extra: 0, gc: 0.03, held: 50 * mib, want: 0},
+		{name: "busy: a first step", extra: 0, gc: 0.3, held: 52 * mib, want: 8 * mib},
+		{name: "still busy: doubles", extra: 8 * mib, gc: 0.2, held: 52 * mib, want: 16 * mib},
+		{name: "busy: never more than held", extra: 40 * mib, gc: 0.5, held: 52 * mib, want: 52 * mib},
+		{name: "busy: never less than before, though held fell", extra: 60 * mib, gc: 0.5, held: 30 * mib, want: 60 * mib},
+		{name: "in between: kept", extra: 16 * mib, gc: 0.07, held: 52 * mib, want: 16 * mib},
+		{name: "calm: an eighth of a step less", extra: 16 * mib, gc: 0.01, held: 52 * mib, want: 15 * mib},
+		{name: "calm: never below none", extra: 512 << 10, gc: 0, held: 52 * mib, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := extraRoom(tc.extra, tc.gc, tc.held); got != tc.want {
+				t.Errorf("extraRoom(%d MiB, %.2f, %d MiB) = %d MiB, want %d MiB", tc.extra/mib, tc.gc, tc.held/mib, got/mib, tc.want/mib)
+			}
+		})
+	}
+}
+
+// TestMemoryTrackerGivesABusyCollectorRoomAndTakesItBackOnceCalm feeds the
+// tracker a collector that takes a full CPU, then none.
+func TestMemoryTrackerGivesABusyCollectorRoomAndTakesItBackOnceCalm(t *testing.T) {
+	h := &fakeHeap{held: 52 << 20, limit: math.MaxInt64}
+	tr := h.tracker()
+	var mu sync.Mutex
+	busy, cpu := true, 0.0
+	tr.gcCPU = func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if busy {
+			cpu++ // a second of CPU per check, about a millisecond apart
+		}
+		return cpu
+	}
+	if !tr.acquireUnlessBelow(tr.floor, nil) {
+		t.Fatal("not acquired")
+	}
+	defer tr.release()
+	eventually(t, "a busy collector got no room: the limit stayed at the memory held and the headroom", func() bool { l, _ := h.get(); return l >= 52<<20+10<<20+extraRoomStep })
+	eventually(t, "the room went above a heap's worth", func() bool { l, _ := h.get(); return l == 52<<20+10<<20+52<<20 })
+	mu.Lock()
+	busy = false
+	mu.Unlock()
+	eventually(t, "the room did not go back once the collector was calm", func() bool { l, _ := h.get(); return l == 62<<20 })
 }
 
 // fakeHeap is the memory held and the memory limit of a memoryTracker.
@@ -71,7 +125,7 @@ func TestMemoryTrackerRaisesTheLimitAsTheAgentGrowsAndGivesTheOldOneBack(t *test
 	h := &fakeHeap{held: 20 << 20, limit: math.MaxInt64}
 	tr := h.tracker()
 	var logged []int64
-	if !tr.acquireUnlessBelow(tr.floor, func(limit, _ int64) { logged = append(logged, limit) }) {
+	if !tr.acquireUnlessBelow(tr.floor, func(limit, _, _ int64) { logged = append(logged, limit) }) {
 		t.Fatal("not acquired with no limit set")
 	}
 	if l, _ := h.get(); l != 56<<20 {
