@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -180,6 +181,15 @@ func startAPIServerConfig(t *testing.T) *rest.Config {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stop envtest: %v", err)
 		}
+	})
+	// The API server makes default/kubernetes a moment after /readyz
+	// answers (its bootstrap controller). A kubelet started before that
+	// gives containers no KUBERNETES_SERVICE_* variables, as a real
+	// kubelet does; a real cluster has the Service before any node joins.
+	c := kubernetes.NewForConfigOrDie(cfg)
+	eventually(t, time.Minute, "the API server's default/kubernetes Service", func() error {
+		_, err := c.CoreV1().Services(metav1.NamespaceDefault).Get(context.Background(), "kubernetes", metav1.GetOptions{})
+		return err
 	})
 	return cfg
 }
