@@ -20,14 +20,14 @@ type allocator struct {
 	cs *claims
 	// hashed holds the offsets of the addresses assignHashed gave: the
 	// last claims, which only its own probes look up, and each blocks
-	// its one address.
-	hashed *uint64Set
+	// its one address. It is empty (no slots) until assignHashed.
+	hashed uint64Set
 }
 
-func newAllocator(subnet netip.Prefix, cs *claims) *allocator {
+func newAllocator(subnet netip.Prefix, cs *claims) allocator {
 	host := min(subnet.Addr().BitLen()-subnet.Bits(), 32)
 	pool := netip.PrefixFrom(subnet.Addr(), subnet.Addr().BitLen()-host)
-	return &allocator{subnet: subnet, pool: pool, size: 1 << host, cs: cs}
+	return allocator{subnet: subnet, pool: pool, size: 1 << host, cs: cs}
 }
 
 // free reports whether a can be a segment's WireGuard IP: inside the
@@ -38,7 +38,7 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 	if !a.subnet.Contains(addr) || addr == a.subnet.Addr() || addr == lastAddr(a.subnet) {
 		return claim{}, false
 	}
-	if a.hashed != nil && a.pool.Contains(addr) && a.hashed.has(a.offsetOf(addr)) {
+	if a.hashed.slots != nil && a.pool.Contains(addr) && a.hashed.has(a.offsetOf(addr)) {
 		return claim{prefix: hostPrefix(addr), kind: claimWireGuard}, false
 	}
 	c, blocked := a.cs.find(hostPrefix(addr), nil)
@@ -47,7 +47,7 @@ func (a *allocator) free(addr netip.Addr) (claim, bool) {
 
 func (a *allocator) assign(s *Segment, addr netip.Addr) {
 	s.WireGuardIP = netip.PrefixFrom(addr, a.subnet.Bits())
-	if a.hashed != nil {
+	if a.hashed.slots != nil {
 		a.hashed.add(a.offsetOf(addr))
 		return
 	}
@@ -153,8 +153,7 @@ func (a *allocator) assignHashed(segs []Segment, ps *problems, sc *scratch) {
 		}
 		lo = hi
 	}
-	hashed := newUint64Set(len(todo), &sc.u64[1])
-	a.hashed = &hashed
+	a.hashed = newUint64Set(len(todo), &sc.u64[1])
 	for _, h := range todo {
 		s := &segs[uint32(h)]
 		if addr, ok := a.probe(h >> 32); ok {

@@ -82,10 +82,10 @@ func (b *disjointBuilder) add(c claim) {
 // build sorts the claims and returns them when none overlaps another,
 // but for one endpoint claimed more than once, of which only the oldest
 // claim is kept (find could not tell them apart).
-func (b *disjointBuilder) build() (*disjoint, bool) {
+func (b *disjointBuilder) build() (disjoint, bool) {
 	d := &b.d
 	if len(d.refs) > maxDisjoint {
-		return nil, false
+		return disjoint{}, false
 	}
 	d.v4 = b.joinV4()
 	sortKeys(d.v4)
@@ -99,7 +99,7 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 	for _, k := range d.v4 {
 		if n := len(kept); n > 0 && k>>32 <= last4(kept[n-1]) {
 			if !d.sameEndpoint(keyPrefix4(k), d.v4ref(k), keyPrefix4(kept[n-1]), d.v4ref(kept[n-1])) {
-				return nil, false
+				return disjoint{}, false
 			}
 			continue
 		}
@@ -111,14 +111,14 @@ func (b *disjointBuilder) build() (*disjoint, bool) {
 		if n := len(kept6); n > 0 && !after6(c, kept6[n-1]) {
 			p := kept6[n-1]
 			if c.hi != p.hi || c.lo != p.lo || c.bits != p.bits || d.refs[c.ref].kind != claimEndpoint || d.refs[p.ref].kind != claimEndpoint {
-				return nil, false
+				return disjoint{}, false
 			}
 			continue
 		}
 		kept6 = append(kept6, c)
 	}
 	d.v6 = kept6
-	return d, true
+	return *d, true
 }
 
 // joinV4 returns the IPv4 keys of every kind, one kind after the other.

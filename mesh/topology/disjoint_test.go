@@ -114,7 +114,7 @@ func TestClaimsFindWithDisjointBase(t *testing.T) {
 			t.Fatalf("round %d: disjoint claims refused", round)
 		}
 		cs := newClaims()
-		cs.base = base
+		cs.base = &base
 		for i := range 40 {
 			c := claim{prefix: randPrefix(), kind: claimKind(3 + i%2), name: string(rune('A' + i%26)), seg: int32(i)}
 			cs.add(c)

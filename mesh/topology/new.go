@@ -23,8 +23,8 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	holders := holdersOf(nodes, peers, sc)
 	members, accepted := acceptNodes(nodes, holders, opts, &ps, sc)
 	t.buildSegments(members, sc)
-	cs := newClaims()
-	claimNodeRanges(members, opts, cs, &ps)
+	cs := sc.newClaims()
+	claimNodeRanges(members, opts, cs, &ps, &t.ranges)
 	// Room for the services, peers' ranges and allowed location IPs.
 	n := len(opts.ServiceCIDRs)
 	for _, p := range peers {

@@ -152,7 +152,7 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, s
 		slab, accepted = slab[:len(slab)+1], accepted[:len(accepted)+1]
 		m := &slab[len(slab)-1]
 		m.Node, m.idx = &accepted[len(accepted)-1], int32(len(accepted)-1)
-		normalizeNode(m, n, arena)
+		normalizeNode(m, n, &arena)
 		if !m.hasInternal() && m.Endpoint == nil {
 			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")

@@ -149,8 +149,8 @@ type prefixArena struct {
 }
 
 // newPrefixArena returns an arena with room for n prefixes.
-func newPrefixArena(n int) *prefixArena {
-	return &prefixArena{buf: make([]netip.Prefix, 0, n)}
+func newPrefixArena(n int) prefixArena {
+	return prefixArena{buf: make([]netip.Prefix, 0, n)}
 }
 
 // take returns an empty slice with room for k prefixes.

@@ -10,8 +10,9 @@ import (
 // an internal IP that another node already uses, is dropped with a Warning:
 // WireGuard cannot route one range to two peers. When no range overlaps
 // another, as in most clusters, one sort finds it out (see disjoint) and
-// the ranges become cs's base; otherwise they are claimed one by one.
-func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) {
+// the ranges are stored in *base and become cs's base; otherwise they are
+// claimed one by one.
+func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems, base *disjoint) {
 	var n [claimKinds]int
 	for _, m := range members {
 		if len(m.PodCIDRs) == 0 {
@@ -42,7 +43,8 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems) 
 			}
 		}
 	}
-	if base, ok := b.build(); ok {
+	if d, ok := b.build(); ok {
+		*base = d
 		cs.base = base
 		for c := range base.overlapping(opts.Subnet) {
 			switch c.kind {

@@ -18,6 +18,7 @@ type scratch struct {
 	ids   []int32
 	ints  []int
 	u64   [2][]uint64
+	cs    claims
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -32,7 +33,26 @@ func (s *scratch) release() {
 	clear(s.nodes)
 	clear(s.peers)
 	clear(s.keys)
+	clear(s.cs.all) // their names
+	if cap(s.cs.all) > maxPooled {
+		s.cs = claims{}
+	}
+	s.cs.base = nil
 	scratchPool.Put(s)
+}
+
+// newClaims returns the claims of s, empty: New's claims are working
+// memory but for their base, which the Topology keeps in its own field.
+func (s *scratch) newClaims() *claims {
+	cs := &s.cs
+	if cs.nodes == nil {
+		*cs = *newClaims()
+		return cs
+	}
+	cs.all, cs.next = cs.all[:0], cs.next[:0]
+	cs.nodes = append(cs.nodes[:0], trieNode{first: -1, last: -1}, trieNode{first: -1, last: -1})
+	cs.base = nil
+	return cs
 }
 
 // maxPooled is the most elements a pooled buffer keeps. A cluster large

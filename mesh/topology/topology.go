@@ -39,8 +39,10 @@ type Topology struct {
 	excluded map[string]string // "node:NAME" / "peer:NAME" -> reason
 	groups   []group           // the location groups, sorted by key
 	// nodeRanges are the nodes' ranges when none overlaps another
-	// (claims.base), sorted; nil otherwise.
+	// (claims.base), sorted; nil otherwise. They are stored in ranges,
+	// which saves an allocation.
 	nodeRanges *disjoint
+	ranges     disjoint
 	endpoints  addrSet // every WireGuard endpoint address of the mesh
 }
 
