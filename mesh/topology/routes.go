@@ -26,12 +26,17 @@ func (t *Topology) TunnelRemotes(node string) []netip.Addr {
 
 // plan is what one node's kernel needs.
 type plan struct {
-	t   *Topology
-	m   *member
-	own []netip.Addr // addresses of the node itself
-	// own4 and pods4 are the IPv4 addresses and pod CIDRs of the node, as
-	// numbers, for skip.
-	own4    []uint32
+	t *Topology
+	m *member
+	// own are the addresses of the node itself, nOwn of them (see
+	// ownAddrs): its internal and external IPs and, for a leader, its
+	// segment's WireGuard IP. Arrays, not slices: no allocation.
+	own  [4]netip.Addr
+	nOwn int
+	// own4 and pods4 are the IPv4 addresses (nOwn4 of them) and pod CIDRs
+	// of the node, as numbers, for skip.
+	own4    [4]uint32
+	nOwn4   int
 	pods4   [][2]uint32 // first and last address
 	seg     *Segment    // the node's segment
 	leader  *member     // the leader of seg
@@ -66,21 +71,23 @@ func (t *Topology) plan(node string) plan {
 
 // newPlan returns the plan of m with nothing collected yet.
 func (t *Topology) newPlan(m *member) plan {
-	p := plan{t: t, m: m, own: make([]netip.Addr, 0, 4)}
+	p := plan{t: t, m: m}
+	own := func(a netip.Addr) {
+		p.own[p.nOwn] = a
+		p.nOwn++
+		if a.Is4() {
+			first, _ := range4(netip.PrefixFrom(a, 32))
+			p.own4[p.nOwn4] = first
+			p.nOwn4++
+		}
+	}
 	for _, a := range [3]netip.Addr{m.InternalIP.Addr(), m.InternalIP6.Addr(), m.ExternalIP} {
 		if a.IsValid() {
-			p.own = append(p.own, a)
+			own(a)
 		}
 	}
 	if s := &t.Segments[m.seg]; s.members[s.Leader] == m && s.WireGuardIP.IsValid() {
-		p.own = append(p.own, s.WireGuardIP.Addr()) // see Addresses
-	}
-	p.own4 = make([]uint32, 0, len(p.own))
-	for _, a := range p.own {
-		if a.Is4() {
-			first, _ := range4(netip.PrefixFrom(a, 32))
-			p.own4 = append(p.own4, first)
-		}
+		own(s.WireGuardIP.Addr()) // see Addresses
 	}
 	for _, pod := range m.PodCIDRs {
 		if pod.Addr().Is4() {
@@ -294,7 +301,7 @@ func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 				return true
 			}
 		}
-		for _, a := range p.own4 {
+		for _, a := range p.own4[:p.nOwn4] {
 			if first <= a && a <= last {
 				return true
 			}
@@ -306,7 +313,7 @@ func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 			return true
 		}
 	}
-	for _, a := range p.own {
+	for _, a := range p.own[:p.nOwn] {
 		if dst.Contains(a) {
 			return true
 		}

@@ -19,6 +19,7 @@ type scratch struct {
 	ints  []int
 	u64   [2][]uint64
 	cs    claims
+	refs  []peerRef
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

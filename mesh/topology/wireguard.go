@@ -42,27 +42,24 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	// The peers in public key order, built in place: refs are sorted
 	// rather than the peer configurations, whose allowed IPs are the
 	// Topology's own (see shared).
-	type ref struct {
-		head uint64 // the key's first 8 bytes
-		seg  int32  // index in t.Segments, or -1 for the Peer t.Peers[peer]
-		peer int32
-	}
-	key := func(r ref) wgconf.Key {
+	key := func(r peerRef) wgconf.Key {
 		if r.seg < 0 {
 			return t.Peers[r.peer].PublicKey
 		}
 		return t.Segments[r.seg].Key()
 	}
-	refs := make([]ref, 0, len(t.Segments)+len(t.Peers))
+	sc := getScratch()
+	defer sc.release()
+	refs := buffer(&sc.refs, len(t.Segments)+len(t.Peers))[:0]
 	for i := range t.Segments {
 		if s := &t.Segments[i]; remote(own, s) {
 			k := s.Key()
-			refs = append(refs, ref{head: binary.BigEndian.Uint64(k[:8]), seg: int32(i)})
+			refs = append(refs, peerRef{head: binary.BigEndian.Uint64(k[:8]), seg: int32(i)})
 		}
 	}
 	for i, p := range t.Peers {
 		if !slices.ContainsFunc(relayed, func(r Peer) bool { return r.Name == p.Name }) {
-			refs = append(refs, ref{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
+			refs = append(refs, peerRef{head: binary.BigEndian.Uint64(p.PublicKey[:8]), seg: -1, peer: int32(i)})
 		}
 	}
 	// Sorted as single numbers, which sortKeys sorts without a call per
@@ -71,7 +68,7 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 	// keys are random) are then ordered by their whole keys.
 	shift := bits.Len(uint(len(refs)))
 	index := uint64(1)<<shift - 1
-	order := make([]uint64, len(refs))
+	order := buffer(&sc.u64[0], len(refs))
 	for i, r := range refs {
 		order[i] = r.head&^index | uint64(i)
 	}
@@ -110,6 +107,13 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		c.Peers = append(c.Peers, pc)
 	}
 	return c, nil
+}
+
+// peerRef is a peer of a WireGuard configuration while it is sorted.
+type peerRef struct {
+	head uint64 // the key's first 8 bytes
+	seg  int32  // index in Topology.Segments, or -1 for the Peer Topology.Peers[peer]
+	peer int32
 }
 
 // NodeConf returns node's WireGuard interface as `kilofed showconf node`
