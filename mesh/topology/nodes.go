@@ -30,6 +30,9 @@ type member struct {
 	// routed4 and routed6 report whether the internal IPs are routed to
 	// the node's segment: no other node claimed them first.
 	routed4, routed6 bool
+	// ends says which of endpointClaims are valid (bit i for element i),
+	// once claimNodeRanges computed it.
+	ends uint8
 	// group is the node's location group: its location, or the node
 	// alone when it has no location or no internal IP.
 	group segKey

@@ -44,6 +44,18 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
 	out := make([]Peer, 0, len(peers))
+	// The normalized peers' allowed IPs and endpoints, cut from one array
+	// each.
+	nIPs, nEnds := 0, 0
+	for i := range peers {
+		nIPs += len(peers[i].AllowedIPs)
+		nEnds += b2i(peers[i].Endpoint != nil)
+	}
+	arena := newPrefixArena(nIPs)
+	var ends []Endpoint
+	if nEnds > 0 {
+		ends = make([]Endpoint, 0, nEnds)
+	}
 	// The keys of the peers accepted so far, to their names: a scan of out
 	// while peers are few (a map is a fixed cost small clusters feel), a
 	// map otherwise.
@@ -87,7 +99,7 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 				"the peer's public key is already used by peer %q; every peer needs its own key pair (wg genkey | wg pubkey)", owner)
 			continue
 		}
-		p = normalizePeer(p, opts.Port)
+		p = normalizePeer(p, opts.Port, &arena, &ends)
 		if reason, ok := peerConflict(p, cs); ok {
 			ps.add(KindPeer, p.Name, Excluded, CodeOverlap, "%s", reason)
 			continue
@@ -124,9 +136,13 @@ func peerConflict(p Peer, cs *claims) (string, bool) {
 }
 
 // normalizePeer copies p with canonical prefixes, a port on its endpoint
-// and a sane keepalive.
-func normalizePeer(p Peer, port uint16) Peer {
-	p.AllowedIPs = normPrefixes(p.AllowedIPs)
+// and a sane keepalive. The allowed IPs are cut from arena, the endpoint
+// appended to ends.
+func normalizePeer(p Peer, port uint16, arena *prefixArena, ends *[]Endpoint) Peer {
+	p.AllowedIPs = normPrefixesTo(arena.take(len(p.AllowedIPs)), p.AllowedIPs)
+	if len(p.AllowedIPs) == 0 {
+		p.AllowedIPs = nil
+	}
 	p.PersistentKeepalive = clampKeepalive(p.PersistentKeepalive)
 	if p.PresharedKey != nil {
 		k := *p.PresharedKey
@@ -145,9 +161,10 @@ func normalizePeer(p Peer, port uint16) Peer {
 		if a.IsValid() {
 			e.Addr = netip.AddrPortFrom(a, e.Port)
 		}
-		p.Endpoint = &e
-		if e.DNS == "" && !a.IsValid() {
-			p.Endpoint = nil
+		p.Endpoint = nil
+		if e.DNS != "" || a.IsValid() {
+			*ends = append(*ends, e)
+			p.Endpoint = &(*ends)[len(*ends)-1]
 		}
 	}
 	return p

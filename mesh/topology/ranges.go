@@ -21,9 +21,9 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems, 
 		}
 		n[claimPod] += len(m.PodCIDRs)
 		n[claimInternal] += b2i(m.InternalIP.IsValid()) + b2i(m.InternalIP6.IsValid())
-		for _, a := range m.endpointClaims() {
-			n[claimEndpoint] += b2i(a.IsValid())
-		}
+		e := m.endpointClaims()
+		m.ends = uint8(b2i(e[0].IsValid()) | b2i(e[1].IsValid())<<1)
+		n[claimEndpoint] += b2i(e[0].IsValid()) + b2i(e[1].IsValid())
 	}
 	var b disjointBuilder
 	b.grow(n)
@@ -37,10 +37,11 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems, 
 				b.add(claim{prefix: hostPrefix(in.Addr()), kind: claimInternal, name: m.Name, seg: m.seg})
 			}
 		}
-		for _, a := range m.endpointClaims() {
-			if a.IsValid() {
-				b.add(claim{prefix: hostPrefix(a), kind: claimEndpoint, name: m.Name, seg: m.seg})
-			}
+		if m.ends&1 != 0 { // endpointClaims, without computing them again
+			b.add(claim{prefix: hostPrefix(m.ExternalIP), kind: claimEndpoint, name: m.Name, seg: m.seg})
+		}
+		if m.ends&2 != 0 {
+			b.add(claim{prefix: hostPrefix(m.Endpoint.Addr.Addr()), kind: claimEndpoint, name: m.Name, seg: m.seg})
 		}
 	}
 	if d, ok := b.build(); ok {
