@@ -19,6 +19,9 @@ import (
 //     10.(128+location).(j/250).(j%250+1)/16, j its index in the location;
 //   - the first node of each location has the external IP
 //     198.18.(location/250).(location%250+1) and leads it;
+//   - every node has its endpoint, as kg publishes it: the external IP, or
+//     the internal IP for the others, port 51820 (what New would fill in,
+//     and what Kilo's nodes are given);
 //   - with alips, node i also has the allowed location IP 172.16.0.0 + i*16
 //     (/28);
 //   - peer "laptop" (10.200.0.10/32, roaming, 25 s keepalive) and peer "dr"
@@ -39,8 +42,10 @@ func benchCluster(n, locs int, alips bool) ([]Node, []Peer) {
 			PodCIDRs:   []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i/256), byte(i % 256), 0}), 24)},
 			Ready:      true,
 		}
+		nd.Endpoint = &Endpoint{Addr: netip.AddrPortFrom(nd.InternalIP.Addr(), DefaultPort), Port: DefaultPort}
 		if j == 0 {
 			nd.ExternalIP = netip.AddrFrom4([4]byte{198, 18, byte(loc / 250), byte(loc%250 + 1)})
+			nd.Endpoint = &Endpoint{Addr: netip.AddrPortFrom(nd.ExternalIP, DefaultPort), Port: DefaultPort}
 		}
 		if alips {
 			a := 172<<24 | 16<<16 | uint32(i)*16
@@ -108,8 +113,8 @@ func BenchmarkHostWork(b *testing.B) {
 }
 
 // TestBenchClusterIsClean checks that the benchmark's inputs raise no
-// problem, so that BenchmarkHostWork measures the common path and matches
-// what Kilo is fed.
+// problem and are used in place, as an agent's nodes, so that
+// BenchmarkHostWork measures the common path and matches what Kilo is fed.
 func TestBenchClusterIsClean(t *testing.T) {
 	for _, g := range []Granularity{LocationGranularity, FullGranularity} {
 		nodes, peers := benchCluster(1000, 10, true)
@@ -119,6 +124,9 @@ func TestBenchClusterIsClean(t *testing.T) {
 		}
 		if len(top.Problems) > 0 {
 			t.Errorf("%s: %d problems, first: %s", g, len(top.Problems), top.Problems[0])
+		}
+		if !inPlace(top, nodes) {
+			t.Errorf("%s: the nodes are copied, not used in place", g)
 		}
 		if !top.IsLeader("node-00000") {
 			t.Errorf("%s: node-00000 does not lead", g)

@@ -10,7 +10,11 @@ import (
 // invalid (the error wraps ErrInvalidOptions); bad nodes and peers are
 // reported in Topology.Problems and left out or trimmed, and the rest of the
 // mesh is built without them. The result does not depend on the order of
-// nodes and peers, and New never modifies them.
+// nodes and peers, and New never modifies them. When nodes come in name
+// order and need no normalizing (see Segment.Nodes), as an agent's do once
+// every kg published its endpoint, the Topology uses them in place instead
+// of copies: the caller must then leave them unchanged while it uses the
+// Topology.
 func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -24,7 +28,7 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	members, accepted := acceptNodes(nodes, holders, opts, &ps, sc)
 	t.buildSegments(members, sc)
 	cs := sc.newClaims()
-	claimNodeRanges(members, opts, cs, &ps, &t.ranges)
+	claimNodeRanges(members, &accepted, opts, cs, &ps, &t.ranges)
 	// Room for the services, peers' ranges and allowed location IPs.
 	n := len(opts.ServiceCIDRs)
 	for _, p := range peers {
@@ -40,10 +44,10 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 	alloc := newAllocator(opts.Subnet, cs)
 	alloc.assignAnnounced(t.Segments)
 	t.Peers = acceptPeers(peers, holders, opts, cs, &ps, sc)
-	t.assignLocationIPs(cs, &ps)
+	t.assignLocationIPs(&accepted, cs, &ps)
 	alloc.assignHashed(t.Segments, &ps, sc)
 	t.nodeRanges = cs.base
-	t.finish(accepted, cs.base, sc)
+	t.finish(accepted.nodes, cs.base, sc)
 	t.Problems = ps.sorted()
 	for _, p := range t.Problems {
 		if p.Severity == Excluded {

@@ -113,19 +113,62 @@ func locationKey(l string) string { return "location:" + l }
 
 func nodeKey(n string) string { return "node:" + n }
 
+// nodeArray is the array of the accepted nodes' Nodes, which the segments'
+// Nodes share where they can: the caller's own nodes when they come in
+// name order and New has nothing to change in any of them (inPlace; see
+// normal), else New's normalized copies, by name.
+type nodeArray struct {
+	nodes   []Node
+	inPlace bool
+	members []*member // the accepted nodes
+}
+
+// own gives New copies of the Nodes, with their own pod CIDRs, allowed
+// location IPs and endpoints, before it drops a range of one of them:
+// New never writes to the caller's nodes.
+func (a *nodeArray) own() {
+	if !a.inPlace {
+		return
+	}
+	nodes := slices.Clone(a.nodes)
+	for _, m := range a.members {
+		nd := &nodes[m.idx]
+		nd.PodCIDRs = slices.Clone(nd.PodCIDRs)
+		nd.AllowedLocationIPs = slices.Clone(nd.AllowedLocationIPs)
+		if nd.Endpoint != nil {
+			m.endpoint = *nd.Endpoint
+			nd.Endpoint = &m.endpoint
+		}
+		m.Node = nd
+	}
+	a.nodes, a.inPlace = nodes, false
+}
+
 // acceptNodes validates and normalizes nodes, reporting problems, and returns
 // the accepted ones sorted by name, and the array of their Nodes.
-func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, sc *scratch) ([]*member, []Node) {
-	sorted, shared := byName(nodes, sc)
+func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, sc *scratch) ([]*member, nodeArray) {
+	sorted, shared, inOrder := byName(nodes, sc)
+	// Normalized already, the nodes need no copy: copying them was the
+	// largest share of a small cluster's work and memory.
+	inPlace := inOrder
+	for i := 0; i < len(sorted) && inPlace; i++ {
+		inPlace = normal(sorted[i])
+	}
 	// The members and their Nodes are allocated at once; an excluded
 	// node's slot is reused.
 	slab := make([]member, 0, len(sorted))
-	accepted := make([]Node, 0, len(sorted))
-	n := 0
-	for _, nd := range sorted {
-		n += len(nd.PodCIDRs) + len(nd.AllowedLocationIPs)
+	var accepted []Node
+	var arena prefixArena // each member's pod CIDRs and allowed location IPs
+	if inPlace {
+		accepted = nodes
+	} else {
+		accepted = make([]Node, 0, len(sorted))
+		n := 0
+		for _, nd := range sorted {
+			n += len(nd.PodCIDRs) + len(nd.AllowedLocationIPs)
+		}
+		arena = newPrefixArena(n)
 	}
-	arena := newPrefixArena(n) // each member's pod CIDRs and allowed location IPs
 	out := make([]*member, 0, len(sorted))
 	full := opts.Granularity == FullGranularity
 	for i, n := range sorted {
@@ -152,18 +195,24 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, s
 			continue
 		}
 		// Fresh slots are zero (make); a slot given back is cleared first.
-		slab, accepted = slab[:len(slab)+1], accepted[:len(accepted)+1]
+		slab = slab[:len(slab)+1]
 		m := &slab[len(slab)-1]
-		m.Node, m.idx = &accepted[len(accepted)-1], int32(len(accepted)-1)
-		normalizeNode(m, n, &arena)
-		if !m.hasInternal() && m.Endpoint == nil {
-			ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
-				"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
-			*m.Node, *m = Node{}, member{}
-			slab, accepted = slab[:len(slab)-1], accepted[:len(accepted)-1]
-			continue
+		if inPlace { // normal: an endpoint, nothing to change
+			m.Node, m.idx = n, int32(i)
+			m.public = reachable(n.ExternalIP, n.Endpoint, n.InternalIP, n.InternalIP6)
+		} else {
+			accepted = accepted[:len(accepted)+1]
+			m.Node, m.idx = &accepted[len(accepted)-1], int32(len(accepted)-1)
+			normalizeNode(m, n, &arena)
+			if !m.hasInternal() && m.Endpoint == nil {
+				ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
+					"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
+				*m.Node, *m = Node{}, member{}
+				slab, accepted = slab[:len(slab)-1], accepted[:len(accepted)-1]
+				continue
+			}
+			m.fillEndpoint(opts.Port)
 		}
-		m.fillEndpoint(opts.Port)
 		alone := segKey{name: n.Name, node: true}
 		switch {
 		case n.Location == "":
@@ -183,12 +232,48 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, s
 		}
 		out = append(out, m)
 	}
-	return out, accepted
+	return out, nodeArray{nodes: accepted, inPlace: inPlace, members: out}
 }
 
-// byName returns pointers to nodes sorted by name, stable by position, and
-// whether two of them share a name.
-func byName(nodes []Node, sc *scratch) ([]*Node, bool) {
+// normal reports whether n is as New would normalize it (normalizeNode,
+// then fillEndpoint), so that New can use it as it is: canonical pod CIDRs
+// and allowed location IPs (valid, masked, unmapped, sorted, no
+// duplicates, nil when none), unmapped addresses, internal IPs by family,
+// a keepalive in whole seconds within WireGuard's range, and an endpoint
+// with its port. kg publishes its node's endpoint, so the nodes an agent
+// reads usually are.
+func normal(n *Node) bool {
+	e := n.Endpoint
+	switch {
+	case e == nil || e.Port == 0 || e.DNS == "" && !e.Addr.Addr().IsValid():
+		return false
+	case e.Addr.Addr().IsValid() && (e.Addr.Port() != e.Port || unmapAddr(e.Addr.Addr()) != e.Addr.Addr()):
+		return false
+	case unmapAddr(n.ExternalIP) != n.ExternalIP, unmapPrefix(n.WireGuardIP) != n.WireGuardIP,
+		clampKeepalive(n.PersistentKeepalive) != n.PersistentKeepalive:
+		return false
+	}
+	in4, in6 := internalIPs(n)
+	return in4 == n.InternalIP && in6 == n.InternalIP6 && normalPrefixes(n.PodCIDRs) && normalPrefixes(n.AllowedLocationIPs)
+}
+
+// normalPrefixes reports whether ps is as normPrefixes would return it.
+func normalPrefixes(ps []netip.Prefix) bool {
+	if ps != nil && len(ps) == 0 {
+		return false
+	}
+	for i, p := range ps {
+		if !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "" || p != p.Masked() || i > 0 && compareMasked(ps[i-1], p) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// byName returns pointers to nodes sorted by name, stable by position,
+// whether two of them share a name, and whether nodes were in name order
+// already (then the pointers are in the order of nodes).
+func byName(nodes []Node, sc *scratch) ([]*Node, bool, bool) {
 	sorted := buffer(&sc.nodes, len(nodes))
 	for i := range nodes {
 		sorted[i] = &nodes[i]
@@ -199,7 +284,7 @@ func byName(nodes []Node, sc *scratch) ([]*Node, bool) {
 		inOrder, shared = c <= 0, shared || c == 0
 	}
 	if inOrder {
-		return sorted, shared
+		return sorted, shared, true
 	}
 	// Sort names with indexes, stable by position: they sit together in
 	// memory and swapping them needs no write barrier on pointers to Nodes.
@@ -222,7 +307,7 @@ func byName(nodes []Node, sc *scratch) ([]*Node, bool) {
 		sorted[i] = &nodes[o.i]
 		shared = shared || (i > 0 && o.name == order[i-1].name)
 	}
-	return sorted, shared
+	return sorted, shared, false
 }
 
 // sameName returns how many of the nodes sorted by name are named like

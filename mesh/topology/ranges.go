@@ -11,8 +11,8 @@ import (
 // WireGuard cannot route one range to two peers. When no range overlaps
 // another, as in most clusters, one sort finds it out (see disjoint) and
 // the ranges are stored in *base and become cs's base; otherwise they are
-// claimed one by one.
-func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems, base *disjoint) {
+// claimed one by one, in copies of the nodes (see nodeArray.own).
+func claimNodeRanges(members []*member, nodes *nodeArray, opts Options, cs *claims, ps *problems, base *disjoint) {
 	var n [claimKinds]int
 	for _, m := range members {
 		if len(m.PodCIDRs) == 0 {
@@ -58,6 +58,7 @@ func claimNodeRanges(members []*member, opts Options, cs *claims, ps *problems, 
 		return
 	}
 	cs.grow(len(b.d.refs))
+	nodes.own() // claimRangesOf filters pod CIDRs in place
 	for _, m := range members {
 		m.routed4, m.routed6 = false, false
 		claimRangesOf(m, opts, cs, ps)
@@ -153,7 +154,7 @@ func warnInternalInSubnet(node string, in netip.Prefix, opts Options, ps *proble
 // peers, service CIDRs, other locations' ranges, another node's internal
 // IP or endpoint) is dropped with a Warning; containing internal IPs is
 // allowed, so a location may route its whole LAN.
-func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
+func (t *Topology) assignLocationIPs(nodes *nodeArray, cs *claims, ps *problems) {
 	n := 0
 	for i := range t.Segments {
 		for _, m := range t.Segments[i].members {
@@ -191,10 +192,18 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 		slices.SortFunc(with, electionCompare(anyReady(g.members)))
 		for _, m := range with {
 			s := &t.Segments[m.seg]
-			kept := m.AllowedLocationIPs[:0] // m's own copy, filtered in place
+			// The kept ranges, once one was dropped: m's own copy (see
+			// nodeArray.own) is then filtered in place.
+			kept, dropped := 0, false
+			keep := func(p netip.Prefix) {
+				if dropped {
+					m.AllowedLocationIPs[kept] = p
+				}
+				kept++
+			}
 			for _, p := range m.AllowedLocationIPs {
 				if seen[p] {
-					kept = append(kept, p)
+					keep(p)
 					continue
 				}
 				c, ok := cs.find(p, func(c claim) bool {
@@ -207,17 +216,23 @@ func (t *Topology) assignLocationIPs(cs *claims, ps *problems) {
 					ps.add(KindNode, m.Name, Warning, CodeOverlap,
 						"allowed location IP %s overlaps %s, so it is not routed to location %q; remove it from kilo.squat.ai/allowed-location-ips or fix the overlap",
 						p, c.owner(), m.location(t.opts.Granularity))
+					if !dropped {
+						nodes.own()
+						dropped = true
+					}
 					continue
 				}
 				seen[p] = true
-				kept = append(kept, p)
+				keep(p)
 				s.AllowedLocationIPs = append(s.AllowedLocationIPs, p)
 				cs.add(claim{prefix: p, kind: claimLocation, name: m.location(t.opts.Granularity), seg: m.seg})
 			}
-			if len(kept) == 0 {
-				kept = nil
+			if dropped {
+				m.AllowedLocationIPs = m.AllowedLocationIPs[:kept:kept]
+				if kept == 0 {
+					m.AllowedLocationIPs = nil
+				}
 			}
-			m.AllowedLocationIPs = kept
 		}
 	}
 }

@@ -57,7 +57,8 @@ type Segment struct {
 	// for a node without location or internal IP.
 	Location string
 	// Nodes are the segment's nodes, normalized (canonical prefixes,
-	// conflicting ranges removed, Endpoint filled in), sorted by name.
+	// conflicting ranges removed, Endpoint filled in), sorted by name:
+	// the very elements of New's nodes when it could use them in place.
 	Nodes []Node
 	// Leader is the index in Nodes of the node that holds the segment's
 	// WireGuard tunnels.
