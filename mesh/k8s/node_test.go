@@ -3,6 +3,7 @@ package k8s
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +383,61 @@ func TestSlimNodeKeepsWhatTheAgentReads(t *testing.T) {
 	obj, err := slimNode(gone)
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); err != nil || !ok || d.Obj != gone.Obj || len(d.Obj.(*corev1.Node).Status.Images) == 0 {
 		t.Errorf("slimNode(%T) = %v, %v; want it unchanged", gone, obj, err)
+	}
+}
+
+// TestTopologyUsesPublishedNodesInPlace reads nodes as kg annotates them
+// by default (its key, ":port" for its endpoint, its internal IP with the
+// interface's prefix) and checks that topology.New uses them as they are,
+// without copies: what makes a small cluster's topology cheap
+// (BenchmarkHostWork in mesh/topology) holds for the nodes agents read.
+func TestTopologyUsesPublishedNodesInPlace(t *testing.T) {
+	specs := []struct {
+		name, internal, external, pods string
+		extra                          map[string]string
+	}{
+		{name: "aws-1", internal: "172.31.0.21/20", external: "203.0.113.21", pods: "10.42.3.0/24,fd00:42:3::/64"},
+		{name: "aws-2", internal: "172.31.32.22/20", pods: "10.42.4.0/24,fd00:42:4::/64",
+			extra: map[string]string{AllowedLocationIPsAnnotation: "172.31.64.0/20", PersistentKeepaliveAnnotation: "25"}},
+		{name: "dc-1", internal: "192.168.10.31/24", pods: "10.42.5.0/24"},
+	}
+	var nodes []topology.Node
+	for i, s := range specs {
+		pub := NodeAnnotations{Key: mustKey([]string{keyA, keyB, keyA}[i]), Endpoint: ":51820", InternalIP: pfx(s.internal)}
+		if i == 2 {
+			pub.Key = wgconf.Key{1, 2, 3}
+		}
+		a, err := pub.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a[LocationAnnotation] = strings.Split(s.name, "-")[0]
+		for k, v := range s.extra {
+			a[k] = v
+		}
+		addrs := []string{"InternalIP=" + netip.MustParsePrefix(s.internal).Addr().String()}
+		if s.external != "" {
+			addrs = append(addrs, "ExternalIP="+s.external)
+		}
+		n, errs := NodeFromObject(nodeSpec{annotations: a, addrs: addrs, podCIDRs: strings.Split(s.pods, ",")}.build(s.name), ParseOptions{})
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", s.name, errs)
+		}
+		nodes = append(nodes, n)
+	}
+	top, err := topology.New(nodes, nil, topology.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Problems) > 0 {
+		t.Fatalf("problems: %v", top.Problems)
+	}
+	for _, s := range top.Segments {
+		for j := range s.Nodes {
+			i := slices.IndexFunc(nodes, func(n topology.Node) bool { return n.Name == s.Nodes[j].Name })
+			if &s.Nodes[j] != &nodes[i] {
+				t.Errorf("node %s is a copy, not the node read", s.Nodes[j].Name)
+			}
+		}
 	}
 }
