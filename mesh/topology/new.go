@@ -136,6 +136,14 @@ func b2i(b bool) int {
 // sorted by key, with their members by name in one shared array, and
 // their leaders.
 func groupMembers(members []*member, sc *scratch) []group {
+	if g, ok := groupRuns(members); ok {
+		return g
+	}
+	return groupIndexed(members, sc)
+}
+
+// groupIndexed is groupMembers for members in any order.
+func groupIndexed(members []*member, sc *scratch) []group {
 	index := keyIndex{keys: sc.keys[:0]}
 	ids := buffer(&sc.ids, len(members)) // the group of each member
 	sizes := sc.ints[:0]
@@ -167,6 +175,33 @@ func groupMembers(members []*member, sc *scratch) []group {
 	}
 	slices.SortFunc(groups, func(a, b group) int { return a.key().compare(b.key()) })
 	return groups
+}
+
+// groupRuns returns the location groups of members when their keys never
+// decrease along members (the groups are then runs of members, in key
+// order), as they do when node names follow location names: each group
+// is a run of members itself, and no key needs an index or a sort.
+func groupRuns(members []*member) ([]group, bool) {
+	n := min(len(members), 1)
+	for j := 1; j < len(members); j++ {
+		switch c := members[j-1].group.compare(members[j].group); {
+		case c > 0:
+			return nil, false
+		case c < 0:
+			n++
+		}
+	}
+	groups := make([]group, 0, n)
+	for lo := 0; lo < len(members); {
+		hi := lo + 1
+		for hi < len(members) && members[hi].group == members[lo].group {
+			hi++
+		}
+		ms := members[lo:hi:hi]
+		groups = append(groups, group{members: ms, leader: elect(ms)})
+		lo = hi
+	}
+	return groups, true
 }
 
 // addSegment appends the segment of ms, sorted by name, led by leader.
