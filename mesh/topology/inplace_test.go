@@ -193,3 +193,47 @@ func deepCopyNodes(nodes []Node) []Node {
 	}
 	return out
 }
+
+// TestNewUsesNormalPeersInPlace checks that a Peer's allowed IPs and
+// endpoint are used as they are when they need no normalizing, copied
+// otherwise, and that neither New nor the per-node methods write to them.
+func TestNewUsesNormalPeersInPlace(t *testing.T) {
+	messy := drPeer()
+	messy.Name = "messy"
+	messy.PublicKey = testKey("messy")
+	messy.AllowedIPs = pfxs("10.61.0.0/16", "10.60.0.7/16") // out of order, host bits
+	messy.Endpoint = &Endpoint{Addr: addrPort("[::ffff:203.0.113.9]:51820")}
+	peers := []Peer{laptopPeer(), drPeer(), messy}
+	want := slices.Clone(peers)
+	for i := range want {
+		want[i].AllowedIPs = slices.Clone(want[i].AllowedIPs)
+		if e := want[i].Endpoint; e != nil {
+			c := *e
+			want[i].Endpoint = &c
+		}
+	}
+	nodes := normalized(metaCloud(), 0)
+	top := mustNew(t, nodes, peers, Options{Subnet: pfx("10.5.0.0/16"), Links: links})
+	for _, n := range nodes {
+		if _, err := top.WireGuardConfig(n.Name, [32]byte{}); err != nil {
+			t.Fatal(err)
+		}
+		top.Routes(n.Name)
+	}
+	if diff := gocmp.Diff(want, peers, netipCmp); diff != "" {
+		t.Errorf("peers changed (-before +after):\n%s", diff)
+	}
+	for _, p := range top.Peers {
+		i := slices.IndexFunc(peers, func(q Peer) bool { return q.Name == p.Name })
+		shared := &p.AllowedIPs[0] == &peers[i].AllowedIPs[0]
+		if normal := p.Name != "messy"; shared != normal {
+			t.Errorf("peer %s: allowed IPs used in place: %t, want %t", p.Name, shared, normal)
+		}
+		if p.Endpoint != nil && (p.Endpoint == peers[i].Endpoint) != (p.Name == "cluster-dr-ovhcloud") {
+			t.Errorf("peer %s: endpoint used in place: %t", p.Name, p.Endpoint == peers[i].Endpoint)
+		}
+	}
+	if m, _ := top.peerIndex("messy"); !slices.Equal(top.Peers[m].AllowedIPs, pfxs("10.60.0.0/16", "10.61.0.0/16")) {
+		t.Errorf("messy's allowed IPs: %v", top.Peers[m].AllowedIPs)
+	}
+}

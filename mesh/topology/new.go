@@ -299,5 +299,5 @@ func (t *Topology) finish(accepted []Node, base *disjoint, sc *scratch) {
 			endpoints = append(endpoints, p.Endpoint.Addr.Addr())
 		}
 	}
-	t.endpoints = newAddrSet(endpoints)
+	t.endpoints = newAddrSet(endpoints, t.endpoints4[:])
 }

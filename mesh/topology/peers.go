@@ -44,12 +44,16 @@ func acceptPeers(peers []Peer, holders keyHolders, opts Options, cs *claims, ps 
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Name, b.Name))
 	})
 	out := make([]Peer, 0, len(peers))
-	// The normalized peers' allowed IPs and endpoints, cut from one array
-	// each.
+	// The peers' allowed IPs and endpoints: the caller's when they are
+	// normalized already, else copies cut from one array each.
 	nIPs, nEnds := 0, 0
 	for i := range peers {
-		nIPs += len(peers[i].AllowedIPs)
-		nEnds += b2i(peers[i].Endpoint != nil)
+		if !normalPrefixes(peers[i].AllowedIPs) {
+			nIPs += len(peers[i].AllowedIPs)
+		}
+		if e := peers[i].Endpoint; e != nil && !normalPeerEndpoint(e) {
+			nEnds++
+		}
 	}
 	arena := newPrefixArena(nIPs)
 	var ends []Endpoint
@@ -136,19 +140,21 @@ func peerConflict(p Peer, cs *claims) (string, bool) {
 }
 
 // normalizePeer copies p with canonical prefixes, a port on its endpoint
-// and a sane keepalive. The allowed IPs are cut from arena, the endpoint
-// appended to ends.
+// and a sane keepalive. Allowed IPs and an endpoint that need a change are
+// copied, into arena and ends; the others are p's own.
 func normalizePeer(p Peer, port uint16, arena *prefixArena, ends *[]Endpoint) Peer {
-	p.AllowedIPs = normPrefixesTo(arena.take(len(p.AllowedIPs)), p.AllowedIPs)
-	if len(p.AllowedIPs) == 0 {
-		p.AllowedIPs = nil
+	if !normalPrefixes(p.AllowedIPs) {
+		p.AllowedIPs = normPrefixesTo(arena.take(len(p.AllowedIPs)), p.AllowedIPs)
+		if len(p.AllowedIPs) == 0 {
+			p.AllowedIPs = nil
+		}
 	}
 	p.PersistentKeepalive = clampKeepalive(p.PersistentKeepalive)
 	if p.PresharedKey != nil {
 		k := *p.PresharedKey
 		p.PresharedKey = &k
 	}
-	if p.Endpoint != nil {
+	if p.Endpoint != nil && !normalPeerEndpoint(p.Endpoint) {
 		e := *p.Endpoint
 		a := unmapAddr(e.Addr.Addr())
 		if e.Port == 0 {
@@ -168,6 +174,17 @@ func normalizePeer(p Peer, port uint16, arena *prefixArena, ends *[]Endpoint) Pe
 		}
 	}
 	return p
+}
+
+// normalPeerEndpoint reports whether normalizePeer would keep e as it is:
+// it has a port, and an unmapped address with that port, or a DNS name
+// and no address.
+func normalPeerEndpoint(e *Endpoint) bool {
+	a := e.Addr.Addr()
+	if a.IsValid() {
+		return e.Port != 0 && e.Addr.Port() == e.Port && unmapAddr(a) == a
+	}
+	return e.Port != 0 && e.DNS != "" && e.Addr == netip.AddrPort{}
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }

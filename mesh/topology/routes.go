@@ -28,24 +28,27 @@ func (t *Topology) TunnelRemotes(node string) []netip.Addr {
 type plan struct {
 	t *Topology
 	m *member
-	// own are the addresses of the node itself, nOwn of them (see
-	// ownAddrs): its internal and external IPs and, for a leader, its
-	// segment's WireGuard IP. Arrays, not slices: no allocation.
+	// own are the addresses of the node itself, the first nOwn: its
+	// internal and external IPs and, for a leader, its segment's
+	// WireGuard IP. Arrays, not slices: no allocation.
 	own  [4]netip.Addr
 	nOwn int
 	// own4 and pods4 are the IPv4 addresses (nOwn4 of them) and pod CIDRs
-	// of the node, as numbers, for skip.
-	own4    [4]uint32
-	nOwn4   int
-	pods4   [][2]uint32 // first and last address
-	seg     *Segment    // the node's segment
-	leader  *member     // the leader of seg
-	mates   []*member   // the nodes the node reaches natively, itself among them
-	size    int         // how many routes there can be
-	others  int         // how many of them are not routes to node ranges (see sorted)
-	routes  []Route
-	rules   []Rule
-	remotes []netip.Addr
+	// (the first and last address of the first nPods4; manyPods4 when
+	// there were more) of the node, as numbers, for skip.
+	own4      [4]uint32
+	nOwn4     int
+	pods4     [2][2]uint32
+	nPods4    int
+	manyPods4 bool
+	seg       *Segment  // the node's segment
+	leader    *member   // the leader of seg
+	mates     []*member // the nodes the node reaches natively, itself among them
+	size      int       // how many routes there can be
+	others    int       // how many of them are not routes to node ranges (see sorted)
+	routes    []Route
+	rules     []Rule
+	remotes   []netip.Addr
 }
 
 func (t *Topology) plan(node string) plan {
@@ -90,9 +93,14 @@ func (t *Topology) newPlan(m *member) plan {
 		own(s.WireGuardIP.Addr()) // see Addresses
 	}
 	for _, pod := range m.PodCIDRs {
-		if pod.Addr().Is4() {
+		switch {
+		case !pod.Addr().Is4():
+		case p.nPods4 < len(p.pods4):
 			first, last := range4(pod)
-			p.pods4 = append(p.pods4, [2]uint32{first, last})
+			p.pods4[p.nPods4] = [2]uint32{first, last}
+			p.nPods4++
+		default:
+			p.manyPods4 = true
 		}
 	}
 	p.seg = &t.Segments[m.seg]
@@ -296,10 +304,13 @@ func routesEndpoint(s *Segment) bool {
 func (p *plan) skip(dst netip.Prefix, outside bool) bool {
 	if dst.Addr().Is4() { // the same tests on numbers
 		first, last := range4(dst)
-		for _, pod := range p.pods4 {
+		for _, pod := range p.pods4[:p.nPods4] {
 			if first <= pod[1] && pod[0] <= last {
 				return true
 			}
+		}
+		if p.manyPods4 && slices.ContainsFunc(p.m.PodCIDRs, dst.Overlaps) {
+			return true
 		}
 		for _, a := range p.own4[:p.nOwn4] {
 			if first <= a && a <= last {
@@ -340,14 +351,18 @@ type addrSet struct {
 	v6 []netip.Addr
 }
 
-// newAddrSet returns the set of addrs, all valid.
-func newAddrSet(addrs []netip.Addr) addrSet {
+// newAddrSet returns the set of addrs, all valid; its IPv4 addresses
+// are kept in room, unless there is too little of it.
+func newAddrSet(addrs []netip.Addr, room []uint32) addrSet {
 	var s addrSet
 	v4 := 0
 	for _, a := range addrs {
 		v4 += b2i(a.Is4())
 	}
-	s.v4 = make([]uint32, 0, v4)
+	s.v4 = room[:0]
+	if cap(room) < v4 {
+		s.v4 = make([]uint32, 0, v4)
+	}
 	for _, a := range addrs {
 		if a.Is4() {
 			b := a.As4()

@@ -217,3 +217,26 @@ func TestSortedRoutesMatchCollected(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSkipsEveryOwnPodCIDR gives a node more IPv4 pod CIDRs than the
+// route plan keeps as numbers: skip must refuse a route into any of them,
+// the last included, and no other.
+func TestPlanSkipsEveryOwnPodCIDR(t *testing.T) {
+	nodes := []Node{
+		node("a-1", "paris", "10.1.0.1/24", "198.51.100.1", "10.42.1.0/24", "10.42.2.0/24", "10.42.3.0/24", "fd00:42:1::/64"),
+		node("a-2", "paris", "10.1.0.2/24", "", "10.42.4.0/24"),
+	}
+	top := mustNew(t, nodes, nil, Options{Links: links})
+	m, _ := top.member("a-1")
+	p := top.newPlan(m)
+	for _, dst := range pfxs("10.42.1.0/24", "10.42.2.128/25", "10.42.3.7/32", "10.42.0.0/16", "fd00:42:1::/64") {
+		if !p.skip(dst, false) {
+			t.Errorf("a-1 would route %s, which holds its own pods", dst)
+		}
+	}
+	for _, dst := range pfxs("10.42.4.0/24", "10.43.3.0/24", "fd00:42:2::/64") {
+		if p.skip(dst, false) {
+			t.Errorf("a-1 would not route %s", dst)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 // TestAddrSetContainsAny checks the endpoint lookup of the routes against
 // Prefix.Contains.
 func TestAddrSetContainsAny(t *testing.T) {
-	set := newAddrSet([]netip.Addr{addr("10.0.0.5"), addr("10.0.1.0"), addr("10.0.0.5"), addr("fd00::1"), addr("192.168.0.255")})
+	set := newAddrSet([]netip.Addr{addr("10.0.0.5"), addr("10.0.1.0"), addr("10.0.0.5"), addr("fd00::1"), addr("192.168.0.255")}, nil)
 	for _, tc := range []struct {
 		dst  string
 		want bool

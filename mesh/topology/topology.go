@@ -44,6 +44,9 @@ type Topology struct {
 	nodeRanges *disjoint
 	ranges     disjoint
 	endpoints  addrSet // every WireGuard endpoint address of the mesh
+	// endpoints4 holds the IPv4 endpoints of a small mesh, saving an
+	// allocation.
+	endpoints4 [16]uint32
 }
 
 // Segment is a set of nodes that share one WireGuard identity toward the

@@ -56,12 +56,16 @@ func TestDeterministic(t *testing.T) {
 }
 
 // TestNewDoesNotModifyInput checks that New copies what it normalizes, and
-// that changing its output leaves the input alone.
+// that changing its output leaves the input alone. (Input that needs no
+// normalizing may be used in place: see TestNewNeverWritesNodesUsedInPlace.)
 func TestNewDoesNotModifyInput(t *testing.T) {
 	nodes := metaCloud()
 	nodes[0].PodCIDRs = pfxs("10.42.1.7/24", "10.42.1.0/24") // host bits and a duplicate
 	nodes[1].Endpoint = &Endpoint{Addr: addrPort("[::ffff:198.51.100.12]:0")}
-	peers := []Peer{laptopPeer(), drPeer()}
+	dr := drPeer()
+	dr.AllowedIPs = pfxs("10.21.0.0/16", "10.11.0.0/16") // out of order
+	dr.Endpoint.Port = 0                                 // the default port to fill in
+	peers := []Peer{laptopPeer(), dr}
 	snapshot := func() ([]Node, []Peer) {
 		ns, ps := slices.Clone(nodes), slices.Clone(peers)
 		for i := range ns {
