@@ -2,10 +2,14 @@ package topology
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 )
@@ -235,5 +239,127 @@ func TestNewUsesNormalPeersInPlace(t *testing.T) {
 	}
 	if m, _ := top.peerIndex("messy"); !slices.Equal(top.Peers[m].AllowedIPs, pfxs("10.60.0.0/16", "10.61.0.0/16")) {
 		t.Errorf("messy's allowed IPs: %v", top.Peers[m].AllowedIPs)
+	}
+}
+
+// TestNormalMeansNothingToNormalize draws nodes from tricky values (host
+// bits, IPv4-mapped and zoned addresses, invalid prefixes, families in the
+// wrong field, keepalives to round or clamp, endpoints without port) and
+// checks normal against its definition: the node has an endpoint, and
+// normalizeNode and fillEndpoint leave it as it is.
+func TestNormalMeansNothingToNormalize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	prefixes := func() []netip.Prefix {
+		var out []netip.Prefix
+		switch rng.IntN(6) {
+		case 0:
+			return nil
+		case 1:
+			return []netip.Prefix{}
+		}
+		for range 1 + rng.IntN(3) {
+			switch s := pick("10.42.1.0/24", "10.42.1.7/24", "10.42.2.0/24", "::ffff:10.42.3.0/120", "fd00:1::/64", "fd00:1::5/64", "fe80::/64", "0.0.0.0/0", "bad"); s {
+			case "bad":
+				out = append(out, netip.PrefixFrom(netip.MustParseAddr("10.0.0.1"), 40))
+			default:
+				out = append(out, netip.MustParsePrefix(s))
+			}
+		}
+		return out
+	}
+	optAddr := func(vs ...string) netip.Addr {
+		s := pick(append(vs, "")...)
+		if s == "" {
+			return netip.Addr{}
+		}
+		return netip.MustParseAddr(s)
+	}
+	optPrefix := func(vs ...string) netip.Prefix {
+		s := pick(append(vs, "")...)
+		if s == "" {
+			return netip.Prefix{}
+		}
+		a, bits, _ := strings.Cut(s, "/") // ParsePrefix refuses zones
+		b, _ := strconv.Atoi(bits)
+		return netip.PrefixFrom(netip.MustParseAddr(a), b)
+	}
+	normals := 0
+	for round := range 5000 {
+		n := Node{
+			Name:                "n",
+			PodCIDRs:            prefixes(),
+			AllowedLocationIPs:  prefixes(),
+			ExternalIP:          optAddr("203.0.113.1", "::ffff:203.0.113.1", "2001:db8::1", "fe80::1%eth0"),
+			WireGuardIP:         optPrefix("10.4.0.1/16", "::ffff:10.4.0.1/112", "fd00:4::1/64"),
+			InternalIP:          optPrefix("10.1.0.1/24", "fd00::1/64", "::ffff:10.1.0.1/120"),
+			InternalIP6:         optPrefix("fd00::1/64", "10.1.0.2/24", "fe80::1/64", "::ffff:10.1.0.3/120"),
+			PersistentKeepalive: []time.Duration{0, 25 * time.Second, 500 * time.Millisecond, 25500 * time.Millisecond, 70000 * time.Second, -time.Second}[rng.IntN(6)],
+		}
+		switch rng.IntN(5) {
+		case 1:
+			n.Endpoint = &Endpoint{DNS: "gw.example.com", Port: uint16(rng.IntN(2)) * 51820}
+		case 2, 3:
+			a := optAddr("198.51.100.1", "::ffff:198.51.100.1", "2001:db8::2")
+			port := uint16(rng.IntN(2)) * 51821
+			n.Endpoint = &Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
+			switch rng.IntN(6) {
+			case 0:
+				n.Endpoint.Port = 0
+			case 1:
+				n.Endpoint.Port = 51820 // not the address's port
+			}
+		case 4:
+			n.Endpoint = &Endpoint{}
+		}
+		if round%2 == 1 { // a normal node with one field drawn
+			drawn := n
+			n = Node{
+				Name:                "n",
+				PodCIDRs:            pfxs("10.42.1.0/24", "fd00:42::/64"),
+				ExternalIP:          addr("203.0.113.1"),
+				WireGuardIP:         pfx("10.4.0.1/16"),
+				InternalIP:          pfx("10.1.0.1/24"),
+				InternalIP6:         pfx("fd00::1/64"),
+				PersistentKeepalive: 25 * time.Second,
+				Endpoint:            &Endpoint{Addr: addrPort("198.51.100.1:51821"), Port: 51821},
+			}
+			switch rng.IntN(8) {
+			case 0:
+				n.PodCIDRs = drawn.PodCIDRs
+			case 1:
+				n.AllowedLocationIPs = drawn.AllowedLocationIPs
+			case 2:
+				n.ExternalIP = drawn.ExternalIP
+			case 3:
+				n.WireGuardIP = drawn.WireGuardIP
+			case 4:
+				n.InternalIP = drawn.InternalIP
+			case 5:
+				n.InternalIP6 = drawn.InternalIP6
+			case 6:
+				n.PersistentKeepalive = drawn.PersistentKeepalive
+			case 7:
+				n.Endpoint = drawn.Endpoint
+			}
+		}
+		var m member
+		var got Node
+		m.Node = &got
+		arena := newPrefixArena(len(n.PodCIDRs) + len(n.AllowedLocationIPs))
+		normalizeNode(&m, &n, &arena)
+		m.fillEndpoint(DefaultPort)
+		// An endpoint is required too: a node with neither one nor an
+		// address to make one of is left as it is, and excluded.
+		same := gocmp.Equal(n, got, netipCmp) && n.Endpoint != nil
+		if normal(&n) != same {
+			t.Fatalf("round %d: normal says %t, but normalizing changes the node: %t\n%s", round, normal(&n), !same, gocmp.Diff(n, got, netipCmp))
+		}
+		if same {
+			normals++
+		}
+	}
+	if normals < 500 {
+		t.Errorf("only %d normal nodes drawn: the test no longer covers them", normals)
 	}
 }

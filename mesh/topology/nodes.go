@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"strings"
@@ -247,15 +248,21 @@ func normal(n *Node) bool {
 	switch {
 	case e == nil || e.Port == 0 || e.DNS == "" && !e.Addr.Addr().IsValid():
 		return false
-	case e.Addr.Addr().IsValid() && (e.Addr.Port() != e.Port || unmapAddr(e.Addr.Addr()) != e.Addr.Addr()):
+	case e.Addr.Addr().IsValid() && (e.Addr.Port() != e.Port || !plainAddr(e.Addr.Addr())):
 		return false
-	case unmapAddr(n.ExternalIP) != n.ExternalIP, unmapPrefix(n.WireGuardIP) != n.WireGuardIP,
+	case n.ExternalIP.IsValid() && !plainAddr(n.ExternalIP), n.WireGuardIP.IsValid() && n.WireGuardIP.Addr().Is4In6(),
 		clampKeepalive(n.PersistentKeepalive) != n.PersistentKeepalive:
 		return false
 	}
-	in4, in6 := internalIPs(n)
-	return in4 == n.InternalIP && in6 == n.InternalIP6 && normalPrefixes(n.PodCIDRs) && normalPrefixes(n.AllowedLocationIPs)
+	// internalIPs would keep them: an IPv4 address first, then an IPv6 one.
+	in4, in6 := n.InternalIP, n.InternalIP6
+	return (!in4.IsValid() || in4.Addr().Is4()) && (!in6.IsValid() || in6.Addr().Is6() && plainAddr(in6.Addr())) &&
+		normalPrefixes(n.PodCIDRs) && normalPrefixes(n.AllowedLocationIPs)
 }
+
+// plainAddr reports whether unmapAddr would keep a, a valid address as it
+// is: not IPv4-mapped, no zone.
+func plainAddr(a netip.Addr) bool { return !a.Is4In6() && a.Zone() == "" }
 
 // normalPrefixes reports whether ps is as normPrefixes would return it.
 func normalPrefixes(ps []netip.Prefix) bool {
@@ -263,7 +270,17 @@ func normalPrefixes(ps []netip.Prefix) bool {
 		return false
 	}
 	for i, p := range ps {
-		if !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "" || p != p.Masked() || i > 0 && compareMasked(ps[i-1], p) >= 0 {
+		switch a := p.Addr(); {
+		case !p.IsValid():
+			return false
+		case a.Is4(): // masked, as numbers
+			if b := a.As4(); binary.BigEndian.Uint32(b[:])<<p.Bits() != 0 {
+				return false
+			}
+		case !plainAddr(a) || p != p.Masked():
+			return false
+		}
+		if i > 0 && compareMasked(ps[i-1], p) >= 0 {
 			return false
 		}
 	}
