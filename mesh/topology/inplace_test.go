@@ -28,8 +28,9 @@ func normalized(nodes []Node, port uint16) []Node {
 		n := 0
 		n += len(nodes[i].PodCIDRs) + len(nodes[i].AllowedLocationIPs)
 		arena := newPrefixArena(n)
-		normalizeNode(&m, &nodes[i], &arena)
-		m.fillEndpoint(port)
+		var ep Endpoint
+		normalizeNode(&m, &nodes[i], &arena, &ep)
+		m.fillEndpoint(port, &ep)
 		if m.Endpoint != nil {
 			e := *m.Endpoint
 			out[i].Endpoint = &e
@@ -347,8 +348,9 @@ func TestNormalMeansNothingToNormalize(t *testing.T) {
 		var got Node
 		m.Node = &got
 		arena := newPrefixArena(len(n.PodCIDRs) + len(n.AllowedLocationIPs))
-		normalizeNode(&m, &n, &arena)
-		m.fillEndpoint(DefaultPort)
+		var ep Endpoint
+		normalizeNode(&m, &n, &arena, &ep)
+		m.fillEndpoint(DefaultPort, &ep)
 		// An endpoint is required too: a node with neither one nor an
 		// address to make one of is left as it is, and excluded.
 		same := gocmp.Equal(n, got, netipCmp) && n.Endpoint != nil

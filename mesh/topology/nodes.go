@@ -37,9 +37,6 @@ type member struct {
 	// group is the node's location group: its location, or the node
 	// alone when it has no location or no internal IP.
 	group segKey
-	// endpoint holds what Node.Endpoint points to, so that members
-	// allocated together need no allocation of their own for it.
-	endpoint Endpoint
 }
 
 // internal returns the node's internal IP of the family of a.
@@ -132,13 +129,14 @@ func (a *nodeArray) own() {
 		return
 	}
 	nodes := slices.Clone(a.nodes)
-	for _, m := range a.members {
+	endpoints := make([]Endpoint, len(a.members))
+	for i, m := range a.members {
 		nd := &nodes[m.idx]
 		nd.PodCIDRs = slices.Clone(nd.PodCIDRs)
 		nd.AllowedLocationIPs = slices.Clone(nd.AllowedLocationIPs)
 		if nd.Endpoint != nil {
-			m.endpoint = *nd.Endpoint
-			nd.Endpoint = &m.endpoint
+			endpoints[i] = *nd.Endpoint
+			nd.Endpoint = &endpoints[i]
 		}
 		m.Node = nd
 	}
@@ -159,11 +157,13 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, s
 	// node's slot is reused.
 	slab := make([]member, 0, len(sorted))
 	var accepted []Node
-	var arena prefixArena // each member's pod CIDRs and allowed location IPs
+	var arena prefixArena    // each member's pod CIDRs and allowed location IPs
+	var endpoints []Endpoint // what each copy's Endpoint points to, by index in accepted
 	if inPlace {
 		accepted = nodes
 	} else {
 		accepted = make([]Node, 0, len(sorted))
+		endpoints = make([]Endpoint, len(sorted))
 		n := 0
 		for _, nd := range sorted {
 			n += len(nd.PodCIDRs) + len(nd.AllowedLocationIPs)
@@ -204,15 +204,16 @@ func acceptNodes(nodes []Node, holders keyHolders, opts Options, ps *problems, s
 		} else {
 			accepted = accepted[:len(accepted)+1]
 			m.Node, m.idx = &accepted[len(accepted)-1], int32(len(accepted)-1)
-			normalizeNode(m, n, &arena)
+			ep := &endpoints[m.idx]
+			normalizeNode(m, n, &arena, ep)
 			if !m.hasInternal() && m.Endpoint == nil {
 				ps.add(KindNode, n.Name, Excluded, CodeNoAddress,
 					"the node has no internal IP and no endpoint, so no other node can reach it; give the Node an InternalIP address or annotate it with kilo.squat.ai/force-endpoint=HOST:PORT")
-				*m.Node, *m = Node{}, member{}
+				*m.Node, *m, *ep = Node{}, member{}, Endpoint{}
 				slab, accepted = slab[:len(slab)-1], accepted[:len(accepted)-1]
 				continue
 			}
-			m.fillEndpoint(opts.Port)
+			m.fillEndpoint(opts.Port, ep)
 		}
 		alone := segKey{name: n.Name, node: true}
 		switch {
@@ -342,8 +343,8 @@ func sameName(sorted []*Node, i int) int {
 
 // normalizeNode sets m.Node to a copy of n with canonical prefixes and
 // sane durations, and the rest of m, zero but for Node and idx, to what
-// follows from it; its slices come from arena.
-func normalizeNode(m *member, n *Node, arena *prefixArena) {
+// follows from it; its slices come from arena, its Endpoint is *ep.
+func normalizeNode(m *member, n *Node, arena *prefixArena, ep *Endpoint) {
 	// The copy is normalized on the stack and then stored at once: while
 	// the garbage collector marks, each pointer written to the heap costs
 	// a write barrier, and most fields of a Node hold one.
@@ -356,9 +357,9 @@ func normalizeNode(m *member, n *Node, arena *prefixArena) {
 	nd.InternalIP, nd.InternalIP6 = internalIPs(n)
 	nd.Endpoint = nil
 	if e := n.Endpoint; e != nil && (e.DNS != "" || e.Addr.Addr().IsValid()) {
-		m.endpoint = *e
-		m.endpoint.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
-		nd.Endpoint = &m.endpoint
+		*ep = *e
+		ep.Addr = netip.AddrPortFrom(unmapAddr(e.Addr.Addr()), e.Addr.Port())
+		nd.Endpoint = ep
 	}
 	m.public = reachable(nd.ExternalIP, nd.Endpoint, nd.InternalIP, nd.InternalIP6)
 	*m.Node = nd
@@ -404,10 +405,11 @@ func reachable(ext netip.Addr, e *Endpoint, in4, in6 netip.Prefix) bool {
 }
 
 // fillEndpoint sets where other nodes reach m: its Endpoint with a port,
-// else its external IP, else its internal IP (IPv4 first), with port.
-func (m *member) fillEndpoint(port uint16) {
+// else its external IP, else its internal IP (IPv4 first), with port. The
+// Endpoint is *ep, m's own.
+func (m *member) fillEndpoint(port uint16, ep *Endpoint) {
 	if m.Endpoint != nil {
-		e := &m.endpoint
+		e := m.Endpoint
 		if e.Port == 0 {
 			e.Port = e.Addr.Port()
 		}
@@ -421,8 +423,8 @@ func (m *member) fillEndpoint(port uint16) {
 	}
 	for _, a := range [3]netip.Addr{m.ExternalIP, m.InternalIP.Addr(), m.InternalIP6.Addr()} {
 		if a.IsValid() {
-			m.endpoint = Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
-			m.Endpoint = &m.endpoint
+			*ep = Endpoint{Addr: netip.AddrPortFrom(a, port), Port: port}
+			m.Endpoint = ep
 			return
 		}
 	}
