@@ -65,6 +65,11 @@ func New(nodes []Node, peers []Peer, opts Options) (*Topology, error) {
 func (t *Topology) buildSegments(members []*member, sc *scratch) {
 	t.members = members
 	t.groups = groupMembers(members, sc)
+	for i, g := range t.groups {
+		for _, m := range g.members {
+			m.gid = int32(i)
+		}
+	}
 	if t.opts.Granularity != LocationGranularity {
 		// A segment per node, by name as members.
 		t.Segments = make([]Segment, 0, len(members))
@@ -210,13 +215,15 @@ func (t *Topology) addSegment(ms []*member, leader *member) {
 		Name:     ms[0].segment(t.opts.Granularity).name,
 		Location: ms[0].location(t.opts.Granularity),
 		key:      ms[0].segment(t.opts.Granularity),
-		group:    ms[0].group,
+		group:    ms[0].gid,
 		members:  ms,
 		Leader:   slices.Index(ms, leader),
 		public:   leader.public,
 	}
 	if t.opts.Granularity == FullGranularity {
-		s.group = s.key // every node reaches every other through WireGuard
+		// Every node reaches every other through WireGuard: each segment
+		// is a group of its own, numbered apart from the location groups.
+		s.group = int32(len(t.groups) + len(t.Segments))
 	}
 	for _, m := range ms {
 		m.seg = int32(len(t.Segments))

@@ -34,6 +34,8 @@ type member struct {
 	// ends says which of endpointClaims are valid (bit i for element i),
 	// once claimNodeRanges computed it.
 	ends uint8
+	// gid is the index of the node's location group in Topology.groups.
+	gid int32
 	// group is the node's location group: its location, or the node
 	// alone when it has no location or no internal IP.
 	group segKey
