@@ -33,10 +33,10 @@ func (t *Topology) WireGuardConfig(node string, privateKey wgconf.SecretKey) (wg
 		return wgconf.Config{}, err
 	}
 	c := wgconf.Config{PrivateKey: privateKey, ListenPort: int(t.opts.Port)}
-	if !t.IsLeader(node) {
+	own := &t.Segments[m.seg]
+	if own.members[own.Leader] != m { // not a leader (IsLeader, without a second lookup)
 		return c, nil
 	}
-	own := &t.Segments[m.seg]
 	keepalive := own.PersistentKeepalive()
 	gateway, relayed := t.relayedPeers(own)
 	// The peers in public key order, built in place: refs are sorted
