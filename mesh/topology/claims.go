@@ -41,7 +41,16 @@ type trieNode struct {
 }
 
 func newClaims() *claims {
-	return &claims{nodes: []trieNode{{first: -1, last: -1}, {first: -1, last: -1}}}
+	cs := new(claims)
+	cs.reset()
+	return cs
+}
+
+// reset empties cs, keeping its arrays: no claims, no base, the two roots.
+func (cs *claims) reset() {
+	cs.base = nil
+	cs.all, cs.next = cs.all[:0], cs.next[:0]
+	cs.nodes = append(cs.nodes[:0], trieNode{first: -1, last: -1}, trieNode{first: -1, last: -1})
 }
 
 // grow makes room for n more claims without reallocating.

@@ -182,7 +182,7 @@ func normalizePeer(p Peer, port uint16, arena *prefixArena, ends *[]Endpoint) Pe
 func normalPeerEndpoint(e *Endpoint) bool {
 	a := e.Addr.Addr()
 	if a.IsValid() {
-		return e.Port != 0 && e.Addr.Port() == e.Port && unmapAddr(a) == a
+		return e.Port != 0 && e.Addr.Port() == e.Port && plainAddr(a)
 	}
 	return e.Port != 0 && e.DNS != "" && e.Addr == netip.AddrPort{}
 }

@@ -46,15 +46,8 @@ func (s *scratch) release() {
 // newClaims returns the claims of s, empty: New's claims are working
 // memory but for their base, which the Topology keeps in its own field.
 func (s *scratch) newClaims() *claims {
-	cs := &s.cs
-	if cs.nodes == nil {
-		*cs = *newClaims()
-		return cs
-	}
-	cs.all, cs.next = cs.all[:0], cs.next[:0]
-	cs.nodes = append(cs.nodes[:0], trieNode{first: -1, last: -1}, trieNode{first: -1, last: -1})
-	cs.base = nil
-	return cs
+	s.cs.reset()
+	return &s.cs
 }
 
 // maxPooled is the most elements a pooled buffer keeps. A cluster large

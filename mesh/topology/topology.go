@@ -79,7 +79,7 @@ type Segment struct {
 	AllowedLocationIPs []netip.Prefix
 
 	key     segKey    // the segment's key (hashed as "location:NAME" or "node:NAME")
-	group   int32     // location group, by index in Topology.groups (segments of one group talk natively)
+	group   int32     // location group, by index in Topology.groups; in FullGranularity a number of its own past them (segments of one group talk natively)
 	public  bool      // the leader has a public endpoint
 	members []*member // the members behind Nodes, in the same order
 }
